@@ -1,0 +1,1 @@
+//! Unit tests for the codec: coercion, field paths, syntax positions.

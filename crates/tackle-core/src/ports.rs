@@ -1,0 +1,152 @@
+//! The ports settlement needs from the outside world: managed output storage and the journal.
+//!
+//! Core defines them; `tackle-store` implements them; the host wires one of each into a registry.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::CallIdentity;
+
+/// A handle to one retained output in managed storage.
+///
+/// `id` is the opaque reference (the blake3 hash of the bytes). `path` is settlement metadata for
+/// the host and the bound's recovery hint; it never appears in a tool's types, schemas or
+/// projections (`LAW-STORAGE-ENCAPSULATION`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ManagedRef {
+    /// Content address of the retained bytes (lowercase blake3 hex).
+    pub id: String,
+    /// Where the bytes live, readable by the read and grep tools.
+    pub path: PathBuf,
+    /// How many bytes were retained.
+    pub bytes: u64,
+}
+
+/// Why an output could not be retained. Settlement fails operationally on it: a bounded preview
+/// is never published when the full output was not kept.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("failed to retain tool output: {0}")]
+pub struct RetentionError(pub String);
+
+/// Durable storage for complete outputs that exceed the model-facing bound.
+///
+/// Be careful when:
+/// - implementing `retain`. It must either keep every byte it was given, or fail. Writes must be
+///   atomic: a reader never sees a partial file under a final name.
+pub trait OutputStore: Send + Sync + 'static {
+    /// Keeps `bytes` completely and returns a reference to them.
+    fn retain(&self, bytes: Vec<u8>) -> BoxFuture<'static, Result<ManagedRef, RetentionError>>;
+
+    /// The directory holding retained outputs, if the store has one. Tools that read files treat
+    /// it as readable without an external-directory prompt.
+    fn directory(&self) -> Option<&Path>;
+}
+
+/// How a settlement ended, as the journal records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// The tool ran and its output was delivered.
+    Success,
+    /// The tool returned a `ToolFailure`.
+    Failure,
+    /// The name was not advertised in the turn.
+    Unknown,
+    /// The advertised registration was removed or replaced.
+    Stale,
+    /// The arguments did not decode.
+    Invalid,
+    /// The output failed its codec (operational).
+    InvalidOutput,
+    /// The output could not be retained (operational).
+    RetentionFailed,
+    /// The host cancelled the call.
+    Interrupted,
+    /// The tool panicked (operational).
+    Panicked,
+}
+
+impl OutcomeKind {
+    /// The stable snake_case name used in the journal.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Success => "success",
+            OutcomeKind::Failure => "failure",
+            OutcomeKind::Unknown => "unknown",
+            OutcomeKind::Stale => "stale",
+            OutcomeKind::Invalid => "invalid",
+            OutcomeKind::InvalidOutput => "invalid_output",
+            OutcomeKind::RetentionFailed => "retention_failed",
+            OutcomeKind::Interrupted => "interrupted",
+            OutcomeKind::Panicked => "panicked",
+        }
+    }
+
+    /// True for outcomes the model sees as a tool result.
+    pub fn is_model_visible(self) -> bool {
+        matches!(
+            self,
+            OutcomeKind::Success
+                | OutcomeKind::Failure
+                | OutcomeKind::Unknown
+                | OutcomeKind::Stale
+                | OutcomeKind::Invalid
+        )
+    }
+}
+
+/// Durations of every settlement phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseTimings {
+    /// Resolving the name against the turn.
+    pub resolve: Duration,
+    /// Decoding the arguments.
+    pub decode: Duration,
+    /// Running the executor.
+    pub execute: Duration,
+    /// Encoding and checking the output.
+    pub encode: Duration,
+    /// Projecting for the model.
+    pub project: Duration,
+    /// Bounding (and retaining) the model-facing output.
+    pub bound: Duration,
+}
+
+/// One settlement, as the journal keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SettlementRecord {
+    /// The exact host-supplied IDs.
+    pub identity: CallIdentity,
+    /// The name the model called.
+    pub tool: String,
+    /// The registration that served the call, when one was resolved.
+    pub registration: Option<u64>,
+    /// How it ended.
+    pub outcome: OutcomeKind,
+    /// The model-facing result as JSON, for model-visible outcomes.
+    pub model_result: Option<String>,
+    /// Outputs retained in managed storage.
+    pub managed: Vec<ManagedRef>,
+    /// Wall-clock start, in milliseconds since the Unix epoch.
+    pub started_at_ms: u64,
+    /// Phase durations.
+    pub timings: PhaseTimings,
+}
+
+/// Why the journal could not record a settlement.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("failed to record settlement: {0}")]
+pub struct JournalError(pub String);
+
+/// Durable record of every settlement.
+///
+/// Be careful when:
+/// - implementing `record`. Resolve the future only once the record is durable (or, for an
+///   in-memory journal, visible to readers). A record is written whole or not at all.
+pub trait Journal: Send + Sync + 'static {
+    /// Records one settlement.
+    fn record(&self, record: SettlementRecord) -> BoxFuture<'static, Result<(), JournalError>>;
+}

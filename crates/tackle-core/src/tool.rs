@@ -1,0 +1,412 @@
+//! `Tool<I, O>`: the opaque typed tool, its erased form `AnyTool`, and one invocation through the
+//! codec boundary (decode, execute, encode, check, project).
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Either, select};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::codec::{Arguments, InvalidInput, SchemaInfo, schema_info};
+use crate::content::{Content, ToolOutput};
+use crate::context::Context;
+use crate::failure::ToolFailure;
+
+type ExecuteFn<I, O> =
+    Arc<dyn Fn(I, Context) -> BoxFuture<'static, Result<O, ToolFailure>> + Send + Sync>;
+type ProjectFn<I> = Arc<dyn Fn(&I, &Value) -> Vec<Content> + Send + Sync>;
+type CloneFn<I> = fn(&I) -> I;
+type FormatInvalidFn = Arc<dyn Fn(&InvalidInput, &ToolDefinition) -> String + Send + Sync>;
+
+/// What a provider turn advertises for one tool: its description and both schemas.
+///
+/// Built once when the tool is built and shared by reference afterwards, so materializing a turn
+/// never regenerates a schema.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolDefinition {
+    /// What the tool does, written for the model.
+    pub description: Arc<str>,
+    /// JSON Schema of the arguments.
+    pub input_schema: Arc<Value>,
+    /// JSON Schema of the encoded output.
+    pub output_schema: Arc<Value>,
+    /// The top-level argument fields in one line (`path: string (required), limit: integer`),
+    /// for error messages.
+    #[serde(skip)]
+    pub input_summary: Arc<str>,
+}
+
+/// A typed tool: a description, one executor, and optionally a projection for the model.
+///
+/// A `Tool` has no name. It gets one when it is registered, under the key of the registration
+/// record, so the same value can be registered under several names.
+///
+/// Its executor and schemas are private. The only way to run it is through settlement, which
+/// decodes the arguments with the input codec, runs the executor with the host's
+/// [`Context`], encodes the output and checks it against the output schema
+/// (`LAW-SINGLE-EXECUTOR`, `LAW-CODEC-BOUNDARY`).
+///
+/// Be careful when:
+/// - capturing dependencies. Acquire services when you build the tool and move them into the
+///   executor closure; the context carries identity and cancellation only.
+/// - returning errors. Return [`ToolFailure`] for what the model can fix. A panic is reported to
+///   the host as a defect and never reaches the model; so is an output that fails its schema.
+/// - projecting. The projection must be pure and total: it sees the decoded input and the encoded
+///   output, never the invocation's identity.
+pub struct Tool<I, O> {
+    definition: Arc<ToolDefinition>,
+    input: Arc<SchemaInfo>,
+    output: Arc<SchemaInfo>,
+    execute: ExecuteFn<I, O>,
+    project: Option<(ProjectFn<I>, CloneFn<I>)>,
+    format_invalid: Option<FormatInvalidFn>,
+    _types: PhantomData<fn(I) -> O>,
+}
+
+impl<I, O> Clone for Tool<I, O> {
+    fn clone(&self) -> Self {
+        Self {
+            definition: self.definition.clone(),
+            input: self.input.clone(),
+            output: self.output.clone(),
+            execute: self.execute.clone(),
+            project: self.project.clone(),
+            format_invalid: self.format_invalid.clone(),
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<I, O> fmt::Debug for Tool<I, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("description", &self.definition.description)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<I, O> Tool<I, O>
+where
+    I: DeserializeOwned + JsonSchema + Send + 'static,
+    O: Serialize + JsonSchema + Send + 'static,
+{
+    /// Builds a tool from its description and its executor.
+    ///
+    /// Schemas for `I` and `O` are generated on first use of each type and cached for the life of
+    /// the process.
+    pub fn new<F, Fut>(description: impl Into<Arc<str>>, execute: F) -> Self
+    where
+        F: Fn(I, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ToolFailure>> + Send + 'static,
+    {
+        let started = Instant::now();
+        let input = schema_info::<I>();
+        let output = schema_info::<O>();
+        let definition = Arc::new(ToolDefinition {
+            description: description.into(),
+            input_schema: input.schema.clone(),
+            output_schema: output.schema.clone(),
+            input_summary: input.summary.clone(),
+        });
+        tracing::debug!(
+            target: "tackle::tool",
+            input = std::any::type_name::<I>(),
+            output = std::any::type_name::<O>(),
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "built tool"
+        );
+        Self {
+            definition,
+            input,
+            output,
+            execute: Arc::new(move |input, cx| Box::pin(execute(input, cx))),
+            project: None,
+            format_invalid: None,
+            _types: PhantomData,
+        }
+    }
+
+    /// Sets the projection that turns the decoded input and the encoded output into what the
+    /// model reads.
+    ///
+    /// Without one, a string output becomes a single text part and any other output is shown to
+    /// the model as structured JSON.
+    pub fn with_projection<P>(mut self, project: P) -> Self
+    where
+        I: Clone,
+        P: Fn(&I, &Value) -> Vec<Content> + Send + Sync + 'static,
+    {
+        self.project = Some((Arc::new(project), I::clone));
+        self
+    }
+
+    /// Replaces the default message for undecodable arguments, for example to show the expected
+    /// payload shape. The registry still names the tool before the message.
+    pub fn with_invalid_input_message<F>(mut self, format: F) -> Self
+    where
+        F: Fn(&InvalidInput, &ToolDefinition) -> String + Send + Sync + 'static,
+    {
+        self.format_invalid = Some(Arc::new(format));
+        self
+    }
+
+    /// What a provider turn advertises for this tool.
+    pub fn definition(&self) -> &Arc<ToolDefinition> {
+        &self.definition
+    }
+
+    /// Erases the types so tools of different types can share a registry.
+    pub fn erase(self) -> AnyTool
+    where
+        I: Sync,
+        O: Sync,
+    {
+        AnyTool(Arc::new(self))
+    }
+}
+
+impl<I, O> From<Tool<I, O>> for AnyTool
+where
+    I: DeserializeOwned + JsonSchema + Send + Sync + 'static,
+    O: Serialize + JsonSchema + Send + Sync + 'static,
+{
+    fn from(tool: Tool<I, O>) -> Self {
+        tool.erase()
+    }
+}
+
+/// How one invocation ended, before the registry bounds and records it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InvocationOutcome {
+    /// The tool ran and its output passed the output codec.
+    Completed(ToolOutput),
+    /// The tool returned an expected failure for the model.
+    Failed(ToolFailure),
+    /// The arguments did not decode; the tool was not invoked. The message is model-facing.
+    InvalidInput {
+        /// The structured reason.
+        reason: InvalidInput,
+        /// The model-facing message (the tool's own formatter, or the default).
+        message: String,
+    },
+    /// The tool returned a value its output codec rejects. An operational error for the host.
+    InvalidOutput(String),
+    /// The host cancelled the call. Not a tool result.
+    Interrupted,
+    /// The tool panicked. An operational error for the host; the payload is never shown to the
+    /// model.
+    Panicked(String),
+}
+
+/// Durations of the phases inside one invocation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InvocationTimings {
+    /// Decoding the arguments.
+    pub decode: Duration,
+    /// Running the executor.
+    pub execute: Duration,
+    /// Encoding and checking the output.
+    pub encode: Duration,
+    /// Projecting the output for the model.
+    pub project: Duration,
+}
+
+/// The result of [`AnyTool::invoke`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invocation {
+    /// How it ended.
+    pub outcome: InvocationOutcome,
+    /// How long each phase took.
+    pub timings: InvocationTimings,
+}
+
+/// A tool with its types erased, as registries store it.
+///
+/// Cloning is cheap. Two clones are the same tool: [`AnyTool::same_tool`] compares them by
+/// identity.
+#[derive(Clone)]
+pub struct AnyTool(Arc<dyn ErasedTool>);
+
+impl fmt::Debug for AnyTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnyTool")
+            .field("description", &self.0.definition().description)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnyTool {
+    /// What a provider turn advertises for this tool.
+    pub fn definition(&self) -> &Arc<ToolDefinition> {
+        self.0.definition()
+    }
+
+    /// True when both handles are the same tool value.
+    pub fn same_tool(&self, other: &AnyTool) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Runs one call through the codec boundary: decode, execute, encode, check, project.
+    ///
+    /// This is the settlement engine's entry point; hosts call tools through a registry's turn,
+    /// which adds resolution, bounding and recording around it. The future owns everything it
+    /// needs, so it outlives any change to the registry that handed out this tool
+    /// (`LAW-CAPTURED-EXECUTION`).
+    ///
+    /// - Invalid arguments never reach the executor (`LAW-INVALID-INPUT-NEVER-INVOKES`).
+    /// - An output that fails its codec is never `Completed` (`LAW-INVALID-OUTPUT-NEVER-SUCCEEDS`).
+    /// - Cancellation wins: once the context's token fires, the executor is dropped and the outcome
+    ///   is `Interrupted`, and a `Failed` that races with cancellation is also reported as
+    ///   `Interrupted` (`LAW-INTERRUPTION-NOT-A-RESULT`). A `Completed` output is kept: its effects
+    ///   happened.
+    /// - A panic anywhere in the tool's code becomes `Panicked`.
+    pub fn invoke(
+        &self,
+        arguments: Arguments,
+        cx: Context,
+    ) -> impl Future<Output = Invocation> + Send + 'static {
+        self.0.invoke(arguments, cx)
+    }
+}
+
+trait ErasedTool: Send + Sync {
+    fn definition(&self) -> &Arc<ToolDefinition>;
+    fn invoke(&self, arguments: Arguments, cx: Context) -> BoxFuture<'static, Invocation>;
+}
+
+impl<I, O> ErasedTool for Tool<I, O>
+where
+    I: DeserializeOwned + JsonSchema + Send + Sync + 'static,
+    O: Serialize + JsonSchema + Send + Sync + 'static,
+{
+    fn definition(&self) -> &Arc<ToolDefinition> {
+        &self.definition
+    }
+
+    fn invoke(&self, arguments: Arguments, cx: Context) -> BoxFuture<'static, Invocation> {
+        let tool = self.clone();
+        let cancellation = cx.cancellation().clone();
+        let mut timings = InvocationTimings::default();
+        Box::pin(async move {
+            if cancellation.is_cancelled() {
+                return Invocation {
+                    outcome: InvocationOutcome::Interrupted,
+                    timings,
+                };
+            }
+            let run = AssertUnwindSafe(tool.run(arguments, cx, &mut timings)).catch_unwind();
+            let cancelled = cancellation.cancelled();
+            let outcome = match select(std::pin::pin!(run), std::pin::pin!(cancelled)).await {
+                Either::Left((Ok(outcome), _)) => match outcome {
+                    InvocationOutcome::Failed(_) if cancellation.is_cancelled() => {
+                        InvocationOutcome::Interrupted
+                    }
+                    outcome => outcome,
+                },
+                Either::Left((Err(panic), _)) => InvocationOutcome::Panicked(panic_message(&*panic)),
+                Either::Right(((), _)) => InvocationOutcome::Interrupted,
+            };
+            Invocation { outcome, timings }
+        })
+    }
+}
+
+impl<I, O> Tool<I, O>
+where
+    I: DeserializeOwned + JsonSchema + Send + Sync + 'static,
+    O: Serialize + JsonSchema + Send + Sync + 'static,
+{
+    async fn run(
+        self,
+        arguments: Arguments,
+        cx: Context,
+        timings: &mut InvocationTimings,
+    ) -> InvocationOutcome {
+        let started = Instant::now();
+        let decoded = self.input.decode::<I>(&arguments);
+        timings.decode = started.elapsed();
+        let input = match decoded {
+            Ok(input) => input,
+            Err(reason) => {
+                let message = match &self.format_invalid {
+                    Some(format) => format(&reason, &self.definition),
+                    None => default_invalid_message(&reason, &self.definition),
+                };
+                return InvocationOutcome::InvalidInput { reason, message };
+            }
+        };
+        let kept_input = self.project.as_ref().map(|(_, clone)| clone(&input));
+
+        let started = Instant::now();
+        let result = (self.execute)(input, cx).await;
+        timings.execute = started.elapsed();
+        let output = match result {
+            Ok(output) => output,
+            Err(failure) => return InvocationOutcome::Failed(failure),
+        };
+
+        let started = Instant::now();
+        let encoded = match serde_json::to_value(&output) {
+            Ok(encoded) => encoded,
+            Err(error) => {
+                return InvocationOutcome::InvalidOutput(format!(
+                    "the output could not be encoded: {error}"
+                ));
+            }
+        };
+        if let Err(errors) = self.output.check_output(&encoded) {
+            return InvocationOutcome::InvalidOutput(format!(
+                "the output does not match its schema: {errors}"
+            ));
+        }
+        timings.encode = started.elapsed();
+
+        let started = Instant::now();
+        let content = match (&self.project, kept_input) {
+            (Some((project, _)), Some(input)) => project(&input, &encoded),
+            _ => match &encoded {
+                Value::String(text) => vec![Content::text(text.clone())],
+                _ => Vec::new(),
+            },
+        };
+        timings.project = started.elapsed();
+        InvocationOutcome::Completed(ToolOutput {
+            content,
+            structured: encoded,
+        })
+    }
+}
+
+/// The default model-facing message for undecodable arguments.
+fn default_invalid_message(reason: &InvalidInput, definition: &ToolDefinition) -> String {
+    let fix = match reason {
+        InvalidInput::Syntax { .. } => "Send the arguments as one complete JSON object.",
+        InvalidInput::Fields { .. } => "Fix these fields and call the tool again.",
+    };
+    if definition.input_summary.is_empty() {
+        format!("{reason}\n{fix}")
+    } else {
+        format!(
+            "{reason}\n{fix} Expected fields: {}.",
+            definition.input_summary
+        )
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(message) = payload.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
+}

@@ -1,0 +1,1 @@
+//! Shared helpers for the integration tests (the root package exists to own `tests/`).
