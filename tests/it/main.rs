@@ -1,1 +1,4 @@
-//! The single integration-test binary.
+//! The single integration-test binary: one module per area, sharing `tackle` test support.
+
+mod laws;
+mod settlement;

@@ -298,7 +298,9 @@ impl Recovery {
             ),
             (Some(read), None) => format!("Use `{read}` with offset and limit to page through it."),
             (None, Some(grep)) => format!("Use `{grep}` to search it."),
-            (None, None) => "No tool in this turn can open it; ask the user if you need the rest.".to_owned(),
+            (None, None) => {
+                "No tool in this turn can open it; ask the user if you need the rest.".to_owned()
+            }
         }
     }
 }
@@ -357,8 +359,18 @@ pub async fn bound_output(
 ) -> Result<Bounded, RetentionError> {
     let mut managed = Vec::new();
     for part in &mut output.content {
-        let oversized = part.media_bytes().is_some_and(|n| n > limits.max_media_bytes);
-        if let (true, Content::Media { mime_type, data_base64, .. }) = (oversized, &*part) {
+        let oversized = part
+            .media_bytes()
+            .is_some_and(|n| n > limits.max_media_bytes);
+        if let (
+            true,
+            Content::Media {
+                mime_type,
+                data_base64,
+                ..
+            },
+        ) = (oversized, &*part)
+        {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(data_base64.as_bytes())
                 .map_err(|e| RetentionError(format!("media part is not valid base64: {e}")))?;
@@ -374,7 +386,11 @@ pub async fn bound_output(
         }
     }
 
-    let text_parts = output.content.iter().filter(|p| p.as_text().is_some()).count();
+    let text_parts = output
+        .content
+        .iter()
+        .filter(|p| p.as_text().is_some())
+        .count();
     let measured: String = if output.has_content() {
         if text_parts == 0 {
             return Ok(Bounded { output, managed });

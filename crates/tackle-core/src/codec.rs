@@ -128,7 +128,11 @@ impl fmt::Debug for SchemaInfo {
 pub(crate) fn schema_info<T: JsonSchema + 'static>() -> Arc<SchemaInfo> {
     static CACHE: OnceLock<Mutex<HashMap<TypeId, Arc<SchemaInfo>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(info) = cache.lock().expect("schema cache poisoned").get(&TypeId::of::<T>()) {
+    if let Some(info) = cache
+        .lock()
+        .expect("schema cache poisoned")
+        .get(&TypeId::of::<T>())
+    {
         return info.clone();
     }
     // Generate outside the lock: generation is slow and may recurse into other types.
@@ -207,7 +211,7 @@ impl SchemaInfo {
         if self.validator.is_valid(value) {
             return Vec::new();
         }
-        let mut errors: Vec<FieldError> = self
+        let mut errors = self
             .validator
             .iter_errors(value)
             .map(|error| {
@@ -233,18 +237,28 @@ impl SchemaInfo {
                         if unexpected.len() == 1 { "it" } else { "them" },
                     ),
                     ValidationErrorKind::Type { .. } => {
-                        format!("{}, got {}", expected_of(&error.to_string()), describe(error.instance()))
+                        format!(
+                            "{}, got {}",
+                            expected_of(&error.to_string()),
+                            describe(error.instance())
+                        )
                     }
                     _ => error.to_string(),
                 };
-                FieldError {
-                    path: render_path(&path),
-                    message,
-                }
+                (path, message)
             })
-            .collect();
+            .collect::<Vec<_>>();
+        // Sort by path (indices numerically) so messages are stable whatever the validator's
+        // traversal order.
+        errors.sort();
         errors.dedup();
         errors
+            .into_iter()
+            .map(|(path, message)| FieldError {
+                path: render_path(&path),
+                message,
+            })
+            .collect()
     }
 
     /// Checks an encoded output against this schema.
@@ -264,7 +278,7 @@ impl SchemaInfo {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum PathSegment {
     Field(String),
     Index(usize),
@@ -339,12 +353,17 @@ fn describe(value: &Value) -> String {
 
 fn syntax_error(text: &str, error: &serde_json::Error) -> InvalidInput {
     let (line, column) = (error.line(), error.column());
-    let offset = text
-        .split_inclusive('\n')
-        .take(line.saturating_sub(1))
-        .map(str::len)
-        .sum::<usize>()
-        + column.saturating_sub(1);
+    // At end of input the parser points at the last byte it read; the problem is after it.
+    let at_end = error.classify() == serde_json::error::Category::Eof;
+    let offset = if at_end {
+        text.len()
+    } else {
+        text.split_inclusive('\n')
+            .take(line.saturating_sub(1))
+            .map(str::len)
+            .sum::<usize>()
+            + column.saturating_sub(1)
+    };
     let message = error.to_string();
     let message = match message.rsplit_once(" at line ") {
         Some((head, _)) => head.to_owned(),
@@ -476,7 +495,13 @@ fn accepts(schema: &Value, root: &Value, depth: usize, out: &mut Accepts) {
 }
 
 /// Subschemas that describe `key` of an object matched by `schema`.
-fn property_schemas<'a>(schema: &'a Value, root: &'a Value, key: &str, depth: usize, out: &mut Vec<&'a Value>) {
+fn property_schemas<'a>(
+    schema: &'a Value,
+    root: &'a Value,
+    key: &str,
+    depth: usize,
+    out: &mut Vec<&'a Value>,
+) {
     if depth > MAX_SCHEMA_DEPTH {
         return;
     }

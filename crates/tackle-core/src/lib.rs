@@ -45,9 +45,7 @@ pub use ports::{
     Journal, JournalError, ManagedRef, OutcomeKind, OutputStore, PhaseTimings, RetentionError,
     SettlementRecord,
 };
-pub use tool::{
-    AnyTool, Invocation, InvocationOutcome, InvocationTimings, Tool, ToolDefinition,
-};
+pub use tool::{AnyTool, Invocation, InvocationOutcome, InvocationTimings, Tool, ToolDefinition};
 
 /// Re-exported so tool authors derive schemas with the same version tackle uses.
 pub use schemars;

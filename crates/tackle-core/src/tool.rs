@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::bound::LimitsOverride;
 use crate::codec::{Arguments, InvalidInput, SchemaInfo, schema_info};
 use crate::content::{Content, ToolOutput};
 use crate::context::Context;
@@ -42,6 +43,10 @@ pub struct ToolDefinition {
     /// for error messages.
     #[serde(skip)]
     pub input_summary: Arc<str>,
+    /// The tool's preferred output limits, applied over the registry's defaults and under any
+    /// agent or per-call override. Command output, for example, prefers `Direction::Tail`.
+    #[serde(skip)]
+    pub output_limits: LimitsOverride,
 }
 
 /// A typed tool: a description, one executor, and optionally a projection for the model.
@@ -115,6 +120,7 @@ where
             input_schema: input.schema.clone(),
             output_schema: output.schema.clone(),
             input_summary: input.summary.clone(),
+            output_limits: LimitsOverride::default(),
         });
         tracing::debug!(
             target: "tackle::tool",
@@ -155,6 +161,13 @@ where
         F: Fn(&InvalidInput, &ToolDefinition) -> String + Send + Sync + 'static,
     {
         self.format_invalid = Some(Arc::new(format));
+        self
+    }
+
+    /// Sets this tool's preferred output limits (for example `Direction::Tail` for command
+    /// output). Agent and per-call overrides still take precedence.
+    pub fn with_output_limits(mut self, limits: LimitsOverride) -> Self {
+        Arc::make_mut(&mut self.definition).output_limits = limits;
         self
     }
 
@@ -311,7 +324,9 @@ where
                     }
                     outcome => outcome,
                 },
-                Either::Left((Err(panic), _)) => InvocationOutcome::Panicked(panic_message(&*panic)),
+                Either::Left((Err(panic), _)) => {
+                    InvocationOutcome::Panicked(panic_message(&*panic))
+                }
                 Either::Right(((), _)) => InvocationOutcome::Interrupted,
             };
             Invocation { outcome, timings }

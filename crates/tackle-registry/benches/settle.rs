@@ -1,0 +1,106 @@
+//! Settlement overhead: the same echo tool called directly and through materialize-once,
+//! settle-many; plus materializing a turn of 50 tools.
+//!
+//! Run: `cargo bench -p tackle-registry --bench settle`. Compare `settle/echo` with
+//! `direct/echo` in the same run: the target is a ratio of at most 3 and at most 5 µs per call.
+
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tackle_core::{
+    CallIdentity, CancellationToken, Context, Journal, JournalError, SettlementRecord, Tool,
+    ToolFailure,
+};
+use tackle_registry::{AllTools, Location, SettlementConfig, ToolCall, ToolRegistry, ToolSet};
+use tackle_store::MemoryOutputStore;
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+struct Echo {
+    text: String,
+    repeat: u32,
+    tags: Vec<String>,
+    loud: bool,
+}
+
+/// About 100 bytes of arguments, echoed back as about 100 bytes of output.
+const ARGUMENTS: &str = r#"{"text":"the quick brown fox jumps over the lazy dog","repeat":3,"tags":["alpha","beta","gamma"],"loud":false}"#;
+
+async fn echo(input: Echo) -> Result<Echo, ToolFailure> {
+    Ok(input)
+}
+
+/// Discards records, so the benchmark measures settlement rather than journal growth. The
+/// durable journal has its own benchmark in tackle-store.
+struct DiscardJournal;
+
+impl Journal for DiscardJournal {
+    fn record(&self, record: SettlementRecord) -> BoxFuture<'static, Result<(), JournalError>> {
+        drop(record);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+fn context() -> Context {
+    Context::new(
+        CallIdentity::new("session-1", "build", "message-1", "call-1"),
+        CancellationToken::new(),
+    )
+}
+
+fn location(process: &ToolRegistry) -> Location {
+    let config =
+        SettlementConfig::new(Arc::new(MemoryOutputStore::new()), Arc::new(DiscardJournal));
+    Location::new("/workspace", process, config)
+}
+
+fn benches(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+
+    c.bench_function("direct/echo", |b| {
+        b.to_async(&runtime).iter(|| async {
+            let input: Echo = serde_json::from_str(std::hint::black_box(ARGUMENTS)).unwrap();
+            let output = echo(input).await.unwrap();
+            serde_json::to_string(&output).unwrap()
+        })
+    });
+
+    let process = ToolRegistry::new();
+    let location = location(&process);
+    let _registration = location
+        .register(ToolSet::new().with(
+            "echo",
+            Tool::new("Echo the input back.", |input, _cx| echo(input)),
+        ))
+        .expect("valid name");
+    let turn = location.materialize(AllTools);
+    let cx = context();
+    c.bench_function("settle/echo", |b| {
+        b.to_async(&runtime).iter(|| {
+            let call = ToolCall::new("echo", std::hint::black_box(ARGUMENTS));
+            turn.settle(cx.clone(), call)
+        })
+    });
+
+    let process = ToolRegistry::new();
+    let many = location(&process);
+    let tools: ToolSet = (0..50)
+        .map(|i| {
+            (
+                format!("tool_{i}"),
+                Tool::new(format!("Tool number {i}."), |input, _cx| echo(input)),
+            )
+        })
+        .collect();
+    let _many_registration = many.register(tools).expect("valid names");
+    c.bench_function("materialize/50_tools", |b| {
+        b.iter(|| many.materialize(AllTools))
+    });
+}
+
+criterion_group!(settle, benches);
+criterion_main!(settle);

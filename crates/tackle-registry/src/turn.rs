@@ -1,0 +1,140 @@
+//! Provider turns: what was advertised, with which registration identities.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use tackle_core::{Recovery, ToolDefinition};
+
+use crate::location::LocationInner;
+use crate::placement::{RegistrationId, ToolRegistry};
+
+/// Decides which effective tools a turn advertises. The permission engine uses it to hide tools
+/// an agent may not call.
+pub trait TurnFilter {
+    /// True to advertise `name` in this turn.
+    fn advertise(&self, name: &str, definition: &ToolDefinition) -> bool;
+}
+
+impl<F: Fn(&str, &ToolDefinition) -> bool> TurnFilter for F {
+    fn advertise(&self, name: &str, definition: &ToolDefinition) -> bool {
+        self(name, definition)
+    }
+}
+
+/// A filter that advertises every effective tool.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AllTools;
+
+impl TurnFilter for AllTools {
+    fn advertise(&self, _: &str, _: &ToolDefinition) -> bool {
+        true
+    }
+}
+
+/// One tool as a turn advertised it.
+#[derive(Clone, Debug)]
+pub struct AdvertisedTool {
+    name: Arc<str>,
+    definition: Arc<ToolDefinition>,
+    registration: RegistrationId,
+}
+
+impl AdvertisedTool {
+    /// The model-facing name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Description and schemas. The same `Arc` is handed out every turn while the registration
+    /// is unchanged, so hosts can cache provider-specific renderings by pointer.
+    pub fn definition(&self) -> &Arc<ToolDefinition> {
+        &self.definition
+    }
+
+    /// The registration the turn advertised.
+    pub fn registration(&self) -> RegistrationId {
+        self.registration
+    }
+}
+
+pub(crate) struct TurnInner {
+    pub(crate) location: Arc<LocationInner>,
+    tools: Vec<AdvertisedTool>,
+    index: HashMap<Arc<str>, usize>,
+    pub(crate) recovery: Recovery,
+}
+
+/// What one provider turn advertised, and the only way to settle that turn's calls.
+///
+/// Cloning is cheap. A turn stays valid as long as the host keeps it: calls from an old turn are
+/// settled against what that turn advertised, and are rejected as stale when the registration
+/// they name has changed since.
+#[derive(Clone)]
+pub struct Turn {
+    pub(crate) inner: Arc<TurnInner>,
+}
+
+impl fmt::Debug for Turn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.inner.tools.iter().map(|t| (&*t.name, t.registration)))
+            .finish()
+    }
+}
+
+impl Turn {
+    pub(crate) fn materialize(
+        location: Arc<LocationInner>,
+        process: &ToolRegistry,
+        local: &ToolRegistry,
+        filter: impl TurnFilter,
+    ) -> Self {
+        let process = process.placement().load();
+        let local = local.placement().load();
+        let mut effective: HashMap<&Arc<str>, _> = process.effective_all().collect();
+        effective.extend(local.effective_all());
+        let mut tools: Vec<AdvertisedTool> = effective
+            .into_iter()
+            .filter(|(name, entry)| filter.advertise(name, entry.tool.definition()))
+            .map(|(name, entry)| AdvertisedTool {
+                name: name.clone(),
+                definition: entry.tool.definition().clone(),
+                registration: entry.identity,
+            })
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let index = tools
+            .iter()
+            .enumerate()
+            .map(|(i, tool)| (tool.name.clone(), i))
+            .collect::<HashMap<_, _>>();
+        let config = &location.config;
+        let recovery = Recovery {
+            read: index
+                .contains_key(config.read_tool.as_str())
+                .then(|| config.read_tool.clone()),
+            grep: index
+                .contains_key(config.grep_tool.as_str())
+                .then(|| config.grep_tool.clone()),
+        };
+        Turn {
+            inner: Arc::new(TurnInner {
+                location,
+                tools,
+                index,
+                recovery,
+            }),
+        }
+    }
+
+    /// The advertised tools, sorted by name.
+    pub fn tools(&self) -> &[AdvertisedTool] {
+        &self.inner.tools
+    }
+
+    /// The advertised tool called `name`, if any.
+    pub fn get(&self, name: &str) -> Option<&AdvertisedTool> {
+        self.inner.index.get(name).map(|&i| &self.inner.tools[i])
+    }
+}
