@@ -166,7 +166,7 @@ pub fn bound_text(
             let head = take_head(&lines, line_budget.div_ceil(2), byte_budget / 2);
             let rest = &lines[head.lines_used()..];
             let tail_bytes = byte_budget - head.text.len();
-            let tail = if rest.is_empty() && head.partial {
+            let tail = if rest.is_empty() && head.partial && line_budget > head.lines_used() {
                 // One huge line: show its start and its end.
                 let remainder = &lines[0][head.text.len()..];
                 let text = suffix_at_char_boundary(remainder, tail_bytes).to_owned();
@@ -192,12 +192,12 @@ pub fn bound_text(
     };
     let marker = marker(&omitted);
     let mut out = String::with_capacity(shown_bytes + marker.len() + 2);
-    if !head.text.is_empty() {
+    if head.lines_used() > 0 {
         out.push_str(&head.text);
         out.push('\n');
     }
     out.push_str(&marker);
-    if !tail.text.is_empty() {
+    if tail.lines_used() > 0 {
         out.push('\n');
         out.push_str(&tail.text);
     }
@@ -319,7 +319,7 @@ fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

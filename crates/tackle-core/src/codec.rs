@@ -330,10 +330,18 @@ fn quote_list(names: &[String]) -> String {
         .join(", ")
 }
 
-/// Turns jsonschema's `42 is not of type "string"` into `expected string`.
+/// Turns jsonschema's `42 is not of type "string"` into `expected string`, and
+/// `is not of types "null", "integer"` into `expected null or integer`.
 fn expected_of(message: &str) -> String {
-    match message.split_once("is not of type") {
-        Some((_, types)) => format!("expected {}", types.trim().replace('"', "")),
+    match message.rsplit_once(" is not of type") {
+        Some((_, types)) => {
+            let types = types.strip_prefix('s').unwrap_or(types);
+            let names: Vec<&str> = types
+                .split(',')
+                .map(|t| t.trim().trim_matches('"'))
+                .collect();
+            format!("expected {}", names.join(" or "))
+        }
         None => message.to_owned(),
     }
 }
@@ -405,20 +413,42 @@ fn has_schema_only_constraints(schema: &Value) -> bool {
     match schema {
         Value::Object(map) => {
             // schemars states integer widths as ranges (`format: uint8`, `minimum: 0`), which
-            // serde enforces itself; those ranges do not need the validator.
-            let integer_width = map
+            // serde enforces itself. Only a bound equal to the width's own needs no validator;
+            // a user's `#[schemars(range(..))]` lands on the same node and must be checked.
+            let width = map
                 .get("format")
                 .and_then(Value::as_str)
-                .is_some_and(|f| f.starts_with("int") || f.starts_with("uint"));
-            let own = map.keys().any(|key| {
-                SCHEMA_ONLY_KEYWORDS.contains(&key.as_str())
-                    && !(integer_width && (key == "minimum" || key == "maximum"))
+                .and_then(integer_width);
+            let own = map.iter().any(|(key, bound)| {
+                let natural = match (width, key.as_str()) {
+                    (Some((min, _)), "minimum") => bound.as_f64() == Some(min),
+                    (Some((_, max)), "maximum") => bound.as_f64() == Some(max),
+                    _ => false,
+                };
+                SCHEMA_ONLY_KEYWORDS.contains(&key.as_str()) && !natural
             });
             own || map.values().any(has_schema_only_constraints)
         }
         Value::Array(items) => items.iter().any(has_schema_only_constraints),
         _ => false,
     }
+}
+
+/// The range an integer `format` implies, as schemars writes it.
+fn integer_width(format: &str) -> Option<(f64, f64)> {
+    Some(match format {
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "int64" | "int" => (i64::MIN as f64, i64::MAX as f64),
+        "int128" => (i128::MIN as f64, i128::MAX as f64),
+        "uint8" => (0.0, u8::MAX.into()),
+        "uint16" => (0.0, u16::MAX.into()),
+        "uint32" => (0.0, u32::MAX.into()),
+        "uint64" | "uint" => (0.0, u64::MAX as f64),
+        "uint128" => (0.0, u128::MAX as f64),
+        _ => return None,
+    })
 }
 
 /// The scalar kinds a schema node accepts, looking through `$ref`, `anyOf` and `oneOf`.
@@ -568,16 +598,15 @@ pub(crate) fn coerce_scalars(value: &mut Value, schema: &Value, root: &Value, de
                     return;
                 }
             }
-            if accepted.number {
-                if let Some(n) = text
+            if accepted.number
+                && let Some(n) = text
                     .parse::<f64>()
                     .ok()
                     .filter(|n| n.is_finite())
                     .and_then(serde_json::Number::from_f64)
-                {
-                    *value = Value::Number(n);
-                    return;
-                }
+            {
+                *value = Value::Number(n);
+                return;
             }
             if accepted.boolean {
                 match text.as_str() {
