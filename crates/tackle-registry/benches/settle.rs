@@ -50,7 +50,7 @@ fn context() -> Context {
     )
 }
 
-fn location(process: &ToolRegistry) -> Location {
+fn open_location(process: &ToolRegistry) -> Location {
     let config =
         SettlementConfig::new(Arc::new(MemoryOutputStore::new()), Arc::new(DiscardJournal));
     Location::new("/workspace", process, config)
@@ -70,7 +70,7 @@ fn benches(c: &mut Criterion) {
     });
 
     let process = ToolRegistry::new();
-    let location = location(&process);
+    let location = open_location(&process);
     let _registration = location
         .register(ToolSet::new().with(
             "echo",
@@ -87,7 +87,7 @@ fn benches(c: &mut Criterion) {
     });
 
     let process = ToolRegistry::new();
-    let many = location(&process);
+    let many = open_location(&process);
     let tools: ToolSet = (0..50)
         .map(|i| {
             (

@@ -3,7 +3,7 @@
 /// Up to three advertised names close to `wanted`, best first.
 ///
 /// A name that differs only in case or in `_`/`-` separators ranks first; otherwise names within
-/// a small edit distance qualify.
+/// a small edit distance (a transposition counts as one edit) qualify.
 pub(crate) fn nearest_names<'a>(wanted: &str, names: &[&'a str]) -> Vec<&'a str> {
     let normalized = normalize(wanted);
     let mut exactish: Vec<&str> = names
@@ -18,7 +18,7 @@ pub(crate) fn nearest_names<'a>(wanted: &str, names: &[&'a str]) -> Vec<&'a str>
     let budget = (wanted.chars().count() / 3).clamp(1, 3);
     let mut scored: Vec<(usize, &str)> = names
         .iter()
-        .map(|name| (strsim::levenshtein(&normalized, &normalize(name)), *name))
+        .map(|name| (strsim::damerau_levenshtein(&normalized, &normalize(name)), *name))
         .filter(|(distance, _)| *distance <= budget)
         .collect();
     scored.sort();

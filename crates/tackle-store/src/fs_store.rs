@@ -1,0 +1,207 @@
+//! The on-disk output store: content-addressed files, atomic writes, and an age-based sweep.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use futures_util::future::BoxFuture;
+use tackle_core::{ManagedRef, OutputStore, RetentionError};
+
+/// How long retained outputs are kept by default: 7 days.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// Prefix of in-flight temporary files; never a valid hash name, so the sweep ignores them.
+const TEMP_PREFIX: &str = ".tackle-tmp-";
+
+/// Directories already swept (or being swept) by this process.
+static SWEPT: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Mutex::default);
+
+/// Keeps complete outputs as files named by the blake3 hash of their bytes.
+///
+/// Cloning is cheap and yields a handle to the same directory.
+#[derive(Clone, Debug)]
+pub struct FsOutputStore {
+    dir: PathBuf,
+}
+
+/// What one [`FsOutputStore::sweep`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Retained outputs deleted because they were older than the maximum age.
+    pub deleted: usize,
+    /// Retained outputs kept because they were young enough.
+    pub kept: usize,
+}
+
+impl FsOutputStore {
+    /// Opens a store in `dir`, creating the directory (and its parents) if needed.
+    ///
+    /// A relative `dir` is made absolute, because the paths in a [`ManagedRef`] are shown to the
+    /// model and to the host, which may not share this process's working directory.
+    pub fn new(dir: impl Into<PathBuf>) -> Result<Self, RetentionError> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).map_err(|e| io_error("cannot create", &dir, &e))?;
+        let dir = std::path::absolute(&dir).map_err(|e| io_error("cannot resolve", &dir, &e))?;
+        Ok(Self { dir })
+    }
+
+    /// The default directory: the platform data directory joined with `tackle/tool-output`
+    /// (for example `$XDG_DATA_HOME/tackle/tool-output`). `None` when the platform has none.
+    pub fn default_dir() -> Option<PathBuf> {
+        crate::data_path("tool-output")
+    }
+
+    /// Deletes retained outputs whose modification time is more than `max_age` ago.
+    ///
+    /// Only regular files named by 64 lowercase hex digits are considered; everything else in
+    /// the directory is left alone and not counted. Files that vanish mid-sweep (another process
+    /// sweeping the same directory) are not an error. This blocks on file system IO.
+    pub fn sweep(&self, max_age: Duration) -> io::Result<SweepReport> {
+        let now = SystemTime::now();
+        let mut report = SweepReport::default();
+        for entry in std::fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            if !entry.file_name().to_str().is_some_and(is_hash_name) {
+                continue;
+            }
+            // `DirEntry::metadata` does not follow symlinks, so a link is never a regular file.
+            let metadata = match entry.metadata() {
+                Ok(metadata) => metadata,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            if !metadata.is_file() {
+                continue;
+            }
+            // A modification time in the future yields an error here: treat it as young.
+            let age = now.duration_since(metadata.modified()?).unwrap_or_default();
+            if age <= max_age {
+                report.kept += 1;
+                continue;
+            }
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => report.deleted += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Starts [`sweep`](Self::sweep) on a background thread, unless this process has already
+    /// started one for this directory. Never blocks the caller; a failed sweep is logged.
+    ///
+    /// Returns whether a sweep was started.
+    pub fn spawn_sweep_once(&self, max_age: Duration) -> bool {
+        let first = SWEPT
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(self.dir.clone());
+        if !first {
+            return false;
+        }
+        let store = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("tackle-output-sweep".to_owned())
+            .spawn(move || match store.sweep(max_age) {
+                Ok(report) => tracing::debug!(
+                    dir = %store.dir.display(),
+                    deleted = report.deleted,
+                    kept = report.kept,
+                    "swept retained tool output"
+                ),
+                Err(e) => tracing::warn!(
+                    dir = %store.dir.display(),
+                    error = %e,
+                    "failed to sweep retained tool output"
+                ),
+            });
+        if let Err(e) = &spawned {
+            tracing::warn!(error = %e, "could not start the tool output sweep");
+        }
+        spawned.is_ok()
+    }
+}
+
+impl OutputStore for FsOutputStore {
+    fn retain(&self, bytes: Vec<u8>) -> BoxFuture<'static, Result<ManagedRef, RetentionError>> {
+        let dir = self.dir.clone();
+        Box::pin(async move {
+            // Hashing and writing block; keep them off the async workers when there is a tokio
+            // runtime, and run inline under any other executor.
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => runtime
+                    .spawn_blocking(move || retain_blocking(&dir, &bytes))
+                    .await
+                    .map_err(|e| RetentionError(format!("the retention task failed: {e}")))?,
+                Err(_) => retain_blocking(&dir, &bytes),
+            }
+        })
+    }
+
+    fn directory(&self) -> Option<&Path> {
+        Some(&self.dir)
+    }
+}
+
+/// Writes `bytes` under their hash in `dir`, or refreshes an existing identical file.
+fn retain_blocking(dir: &Path, bytes: &[u8]) -> Result<ManagedRef, RetentionError> {
+    let id = blake3::hash(bytes).to_hex().to_string();
+    let path = dir.join(&id);
+    let size = bytes.len() as u64;
+    if !refresh_existing(&path, size).map_err(|e| io_error("cannot reuse output in", dir, &e))? {
+        write_atomically(dir, &path, bytes).map_err(|e| io_error("cannot write to", dir, &e))?;
+    }
+    Ok(ManagedRef {
+        id,
+        path,
+        bytes: size,
+    })
+}
+
+/// If `path` already holds an output of `size` bytes, sets its modification time to now and
+/// returns true. A file of another size is corrupt, and is replaced by the caller.
+fn refresh_existing(path: &Path, size: u64) -> io::Result<bool> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let metadata = file.metadata()?;
+    if !metadata.is_file() || metadata.len() != size {
+        return Ok(false);
+    }
+    file.set_modified(SystemTime::now())?;
+    Ok(true)
+}
+
+/// Writes `bytes` to a temporary file in `dir` and renames it to `path`.
+fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut temp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(dir)?;
+    temp.write_all(bytes)?;
+    temp.flush()?;
+    // On failure the returned temporary file is dropped, which deletes it.
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// True for a name made of exactly 64 lowercase hex digits: a blake3 hash.
+fn is_hash_name(name: &str) -> bool {
+    name.len() == 64 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// An operator-facing retention error naming the directory and the OS error.
+fn io_error(action: &str, dir: &Path, error: &io::Error) -> RetentionError {
+    RetentionError(format!(
+        "{action} output directory {}: {error}",
+        dir.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests;
