@@ -3,6 +3,10 @@
 //!
 //! The root package exists to own `tests/` and the README doctest; it ships nothing.
 
+/// The README's embedding example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+pub mod readme {}
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -1,4 +1,9 @@
 //! The single integration-test binary: one module per area, sharing `tackle` test support.
 
+mod bounding;
+mod journal;
 mod laws;
+mod laws_bound;
+mod registry;
 mod settlement;
+mod tidy;

@@ -3,7 +3,10 @@
 //! The registry applies this once per settlement, after projection. Tools never truncate for the
 //! model themselves.
 
+use std::io;
+
 use base64::Engine;
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -98,7 +101,7 @@ pub fn count_lines(text: &str) -> usize {
     if text.is_empty() {
         return 0;
     }
-    let newlines = memchr_count(text.as_bytes());
+    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
     if text.ends_with('\n') {
         newlines
     } else {
@@ -106,8 +109,135 @@ pub fn count_lines(text: &str) -> usize {
     }
 }
 
-fn memchr_count(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| b == b'\n').count()
+/// The size of text seen in pieces, for measuring without building it: bytes, newlines and the
+/// last byte, which is all [`count_lines`] of the whole needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Measure {
+    bytes: usize,
+    newlines: usize,
+    last: Option<u8>,
+}
+
+impl Measure {
+    /// The measure of `parts` joined with `\n`, the way [`join_texts`] joins them.
+    fn of_joined<'a>(parts: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut measure = Self::default();
+        for (i, part) in parts.into_iter().enumerate() {
+            if i > 0 {
+                measure.push(b"\n");
+            }
+            measure.push(part.as_bytes());
+        }
+        measure
+    }
+
+    fn push(&mut self, piece: &[u8]) {
+        if let Some(&last) = piece.last() {
+            self.bytes += piece.len();
+            self.newlines += memchr::memchr_iter(b'\n', piece).count();
+            self.last = Some(last);
+        }
+    }
+
+    /// What [`count_lines`] would say of the whole.
+    fn lines(&self) -> usize {
+        match self.last {
+            None => 0,
+            Some(b'\n') => self.newlines,
+            Some(_) => self.newlines + 1,
+        }
+    }
+
+    fn fits(&self, limits: &OutputLimits) -> bool {
+        self.bytes <= limits.max_bytes && self.lines() <= limits.max_lines
+    }
+}
+
+/// What `serde_json::to_string_pretty` would produce, estimated by walking the value: the line
+/// count is exact and the byte count is an upper bound. Walking a small value costs far less than
+/// serializing it, and most outputs are far below the limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PrettyEstimate {
+    lines: usize,
+    max_bytes: usize,
+}
+
+impl PrettyEstimate {
+    /// Worst case for a JSON string of `len` bytes: every byte escaped as `\u00XX`, plus quotes.
+    fn string(len: usize) -> usize {
+        len.saturating_mul(6).saturating_add(2)
+    }
+
+    /// The estimate for `value` printed at nesting `depth` (its own line's indent excluded).
+    fn of(value: &Value, depth: usize) -> Self {
+        // Each child line: indent, the value, then `,` and a newline.
+        let child_indent = 2 * (depth + 1);
+        let closing = 2 * depth + 1;
+        match value {
+            Value::Null | Value::Bool(_) => Self {
+                lines: 1,
+                max_bytes: 5,
+            },
+            // f64 and 64-bit integers print in at most 24 bytes.
+            Value::Number(_) => Self {
+                lines: 1,
+                max_bytes: 24,
+            },
+            Value::String(text) => Self {
+                lines: 1,
+                max_bytes: Self::string(text.len()),
+            },
+            Value::Array(items) if items.is_empty() => Self {
+                lines: 1,
+                max_bytes: 2,
+            },
+            Value::Object(fields) if fields.is_empty() => Self {
+                lines: 1,
+                max_bytes: 2,
+            },
+            Value::Array(items) => {
+                let mut total = Self {
+                    lines: 2,
+                    max_bytes: 2 + closing,
+                };
+                for item in items {
+                    let child = Self::of(item, depth + 1);
+                    total.lines += child.lines;
+                    total.max_bytes = total
+                        .max_bytes
+                        .saturating_add(child_indent + child.max_bytes + 2);
+                }
+                total
+            }
+            Value::Object(fields) => {
+                let mut total = Self {
+                    lines: 2,
+                    max_bytes: 2 + closing,
+                };
+                for (key, field) in fields {
+                    let child = Self::of(field, depth + 1);
+                    total.lines += child.lines;
+                    // `"key": value,` plus the newline.
+                    total.max_bytes = total.max_bytes.saturating_add(
+                        child_indent + Self::string(key.len()) + 2 + child.max_bytes + 2,
+                    );
+                }
+                total
+            }
+        }
+    }
+}
+
+/// A sink that only measures, for serializers.
+impl io::Write for Measure {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.push(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What a preview left out, for the marker.
@@ -137,10 +267,22 @@ pub fn bound_text(
     limits: &OutputLimits,
     marker: impl Fn(&Omitted) -> String,
 ) -> Option<String> {
-    if limits.fits(text) {
+    let total_lines = count_lines(text);
+    if text.len() <= limits.max_bytes && total_lines <= limits.max_lines {
         return None;
     }
-    let total_lines = count_lines(text);
+    Some(preview(text, total_lines, limits, marker))
+}
+
+/// The preview of `text`, which has `total_lines` lines and does not fit in `limits`.
+///
+/// Only the kept lines are visited: the head is found scanning forward, the tail backward.
+fn preview(
+    text: &str,
+    total_lines: usize,
+    limits: &OutputLimits,
+    marker: impl Fn(&Omitted) -> String,
+) -> String {
     let total_bytes = text.len();
     let reserve = marker(&Omitted {
         lines: total_lines,
@@ -158,18 +300,23 @@ pub fn bound_text(
     let line_budget = limits.max_lines.saturating_sub(marker_lines);
     let byte_budget = limits.max_bytes.saturating_sub(reserve.len() + separators);
 
-    let lines: Vec<&str> = split_lines(text);
+    // A final newline does not start an empty line.
+    let body = text.strip_suffix('\n').unwrap_or(text);
     let (head, tail) = match limits.direction {
-        Direction::Head => (take_head(&lines, line_budget, byte_budget), Kept::default()),
-        Direction::Tail => (Kept::default(), take_tail(&lines, line_budget, byte_budget)),
+        Direction::Head => (
+            take_head(Some(body), line_budget, byte_budget).0,
+            Kept::default(),
+        ),
+        Direction::Tail => (
+            Kept::default(),
+            take_tail(Some(body), line_budget, byte_budget),
+        ),
         Direction::HeadTail => {
-            let head = take_head(&lines, line_budget.div_ceil(2), byte_budget / 2);
-            let rest = &lines[head.lines_used()..];
+            let (head, rest) = take_head(Some(body), line_budget.div_ceil(2), byte_budget / 2);
             let tail_bytes = byte_budget - head.text.len();
-            let tail = if rest.is_empty() && head.partial && line_budget > head.lines_used() {
+            let tail = if rest.is_none() && head.partial && line_budget > head.lines_used() {
                 // One huge line: show its start and its end.
-                let remainder = &lines[0][head.text.len()..];
-                let text = suffix_at_char_boundary(remainder, tail_bytes).to_owned();
+                let text = suffix_at_char_boundary(&body[head.text.len()..], tail_bytes);
                 Kept {
                     partial: !text.is_empty(),
                     text,
@@ -193,71 +340,92 @@ pub fn bound_text(
     let marker = marker(&omitted);
     let mut out = String::with_capacity(shown_bytes + marker.len() + 2);
     if head.lines_used() > 0 {
-        out.push_str(&head.text);
+        out.push_str(head.text);
         out.push('\n');
     }
     out.push_str(&marker);
     if tail.lines_used() > 0 {
         out.push('\n');
-        out.push_str(&tail.text);
+        out.push_str(tail.text);
     }
-    Some(out)
+    out
 }
 
-/// Lines of `text` without their terminators. A final newline does not start an empty line.
-fn split_lines(text: &str) -> Vec<&str> {
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    body.split('\n').collect()
-}
-
+/// Kept text, borrowed from the input.
 #[derive(Default, Debug)]
-struct Kept {
-    text: String,
+struct Kept<'a> {
+    text: &'a str,
     /// Whole lines kept.
     whole: usize,
     /// True when a line was cut to fit.
     partial: bool,
 }
 
-impl Kept {
+impl Kept<'_> {
     fn lines_used(&self) -> usize {
         self.whole + usize::from(self.partial)
     }
 }
 
-fn take_head(lines: &[&str], max_lines: usize, max_bytes: usize) -> Kept {
+// `Some(s)` stands for the lines of `s` split on `\n` (at least one, possibly empty); `None` for
+// no lines at all.
+
+/// Keeps lines from the start of `lines`, and returns them with the lines after them.
+fn take_head(lines: Option<&str>, max_lines: usize, max_bytes: usize) -> (Kept<'_>, Option<&str>) {
+    let Some(s) = lines else {
+        return (Kept::default(), None);
+    };
     let mut kept = Kept::default();
-    let mut used = 0;
-    for line in lines.iter().take(max_lines) {
-        let cost = line.len() + usize::from(kept.whole > 0);
-        if used + cost > max_bytes {
+    let mut end = 0;
+    // Start of the first line not kept, if there is one.
+    let mut next = Some(0);
+    while kept.whole < max_lines {
+        let Some(start) = next else { break };
+        let line_end = memchr::memchr(b'\n', &s.as_bytes()[start..]).map_or(s.len(), |i| start + i);
+        // The kept lines and their separators span exactly `..line_end`.
+        if line_end > max_bytes {
             break;
         }
-        used += cost;
         kept.whole += 1;
+        end = line_end;
+        next = (line_end < s.len()).then_some(line_end + 1);
     }
-    kept.text = lines[..kept.whole].join("\n");
-    if kept.whole == 0 && max_lines > 0 && !lines.is_empty() {
-        kept.text = prefix_at_char_boundary(lines[0], max_bytes).to_owned();
+    kept.text = &s[..end];
+    if kept.whole == 0 && max_lines > 0 {
+        let first_end = memchr::memchr(b'\n', s.as_bytes());
+        kept.text = prefix_at_char_boundary(&s[..first_end.unwrap_or(s.len())], max_bytes);
         kept.partial = !kept.text.is_empty();
+        if kept.partial {
+            next = first_end.map(|i| i + 1);
+        }
     }
-    kept
+    (kept, next.map(|start| &s[start..]))
 }
 
-fn take_tail(lines: &[&str], max_lines: usize, max_bytes: usize) -> Kept {
+/// Keeps lines from the end of `lines`.
+fn take_tail(lines: Option<&str>, max_lines: usize, max_bytes: usize) -> Kept<'_> {
+    let Some(s) = lines else {
+        return Kept::default();
+    };
     let mut kept = Kept::default();
-    let mut used = 0;
-    for line in lines.iter().rev().take(max_lines) {
-        let cost = line.len() + usize::from(kept.whole > 0);
-        if used + cost > max_bytes {
+    let mut start = s.len();
+    // End of the last line not kept, if there is one.
+    let mut prev = Some(s.len());
+    while kept.whole < max_lines {
+        let Some(end) = prev else { break };
+        let line_start = memchr::memrchr(b'\n', &s.as_bytes()[..end]).map_or(0, |i| i + 1);
+        // The kept lines and their separators span exactly `line_start..`.
+        if s.len() - line_start > max_bytes {
             break;
         }
-        used += cost;
         kept.whole += 1;
+        start = line_start;
+        prev = line_start.checked_sub(1);
     }
-    kept.text = lines[lines.len() - kept.whole..].join("\n");
-    if kept.whole == 0 && max_lines > 0 && !lines.is_empty() {
-        kept.text = suffix_at_char_boundary(lines[lines.len() - 1], max_bytes).to_owned();
+    kept.text = &s[start..];
+    if kept.whole == 0 && max_lines > 0 {
+        let last_start = memchr::memrchr(b'\n', s.as_bytes()).map_or(0, |i| i + 1);
+        kept.text = suffix_at_char_boundary(&s[last_start..], max_bytes);
         kept.partial = !kept.text.is_empty();
     }
     kept
@@ -351,6 +519,9 @@ fn truncation_marker(omitted: &Omitted, reference: &ManagedRef, recovery: &Recov
 /// - Oversized text is retained in full through `store` before any preview is published. If that
 ///   fails, so does bounding: a lossy success is never returned.
 /// - `structured` is never altered (`LAW-STORAGE-ENCAPSULATION`).
+/// - Output that fits is measured where it lies, never copied or serialized. Oversized text is
+///   moved out of a single part (or joined once from several) and shared with the store, then
+///   freed as soon as the preview exists: at most one extra copy, none for a single part.
 pub async fn bound_output(
     mut output: ToolOutput,
     limits: &OutputLimits,
@@ -375,7 +546,7 @@ pub async fn bound_output(
                 .decode(data_base64.as_bytes())
                 .map_err(|e| RetentionError(format!("media part is not valid base64: {e}")))?;
             let size = bytes.len();
-            let reference = store.retain(bytes).await?;
+            let reference = store.retain(Bytes::from(bytes)).await?;
             *part = Content::text(format!(
                 "[{mime_type} media omitted: {} bytes exceeds the {}-byte media limit. Saved at {}.]",
                 thousands(size),
@@ -386,47 +557,75 @@ pub async fn bound_output(
         }
     }
 
-    let text_parts = output
-        .content
-        .iter()
-        .filter(|p| p.as_text().is_some())
-        .count();
-    let measured: String = if output.has_content() {
-        if text_parts == 0 {
+    // Measure first: an output that fits is returned without copying or serializing it.
+    let (full, lines) = if output.has_content() {
+        let measure = Measure::of_joined(output.content.iter().filter_map(Content::as_text));
+        if measure.fits(limits) {
             return Ok(Bounded { output, managed });
         }
-        let mut joined = String::new();
-        for text in output.content.iter().filter_map(Content::as_text) {
-            if !joined.is_empty() {
-                joined.push('\n');
+        // Take the text parts out, leaving the media parts in order.
+        let mut texts = Vec::new();
+        output.content.retain_mut(|part| match part {
+            Content::Text { text } => {
+                texts.push(std::mem::take(text));
+                false
             }
-            joined.push_str(text);
-        }
-        joined
+            Content::Media { .. } => true,
+        });
+        (
+            join_texts(texts, measure.bytes).into_bytes(),
+            measure.lines(),
+        )
     } else {
-        match &output.structured {
-            Value::Null => return Ok(Bounded { output, managed }),
-            structured => serde_json::to_string_pretty(structured)
-                .map_err(|e| RetentionError(format!("structured output did not serialize: {e}")))?,
+        if output.structured.is_null() {
+            return Ok(Bounded { output, managed });
         }
+        let not_serialized = |e: serde_json::Error| {
+            RetentionError(format!("structured output did not serialize: {e}"))
+        };
+        // Cheap first: exact lines and an upper bound on bytes, from the tree alone.
+        let estimate = PrettyEstimate::of(&output.structured, 0);
+        if estimate.lines <= limits.max_lines && estimate.max_bytes <= limits.max_bytes {
+            return Ok(Bounded { output, managed });
+        }
+        let mut measure = Measure::default();
+        serde_json::to_writer_pretty(&mut measure, &output.structured).map_err(not_serialized)?;
+        if measure.fits(limits) {
+            return Ok(Bounded { output, managed });
+        }
+        let mut json = Vec::with_capacity(measure.bytes);
+        serde_json::to_writer_pretty(&mut json, &output.structured).map_err(not_serialized)?;
+        (json, measure.lines())
     };
-    if limits.fits(&measured) {
-        return Ok(Bounded { output, managed });
-    }
 
-    let reference = store.retain(measured.as_bytes().to_vec()).await?;
-    let preview = bound_text(&measured, limits, |omitted| {
+    // The store and the preview share one buffer: cloning `Bytes` counts a reference.
+    let full = Bytes::from(full);
+    let reference = store.retain(full.clone()).await?;
+    let text = std::str::from_utf8(&full).expect("joined text and JSON are UTF-8");
+    let preview = preview(text, lines, limits, |omitted| {
         truncation_marker(omitted, &reference, recovery)
-    })
-    .expect("text that does not fit always yields a preview");
-    drop(measured);
+    });
+    drop(full);
     managed.push(reference);
 
-    let media = output.content.drain(..).filter(|p| p.as_text().is_none());
-    let mut content = vec![Content::text(preview)];
-    content.extend(media);
-    output.content = content;
+    output.content.insert(0, Content::text(preview));
     Ok(Bounded { output, managed })
+}
+
+/// `texts` joined with `\n`, skipping the separator while the result is still empty. A single
+/// text is returned as it is; otherwise the parts are dropped as they are copied.
+fn join_texts(mut texts: Vec<String>, bytes: usize) -> String {
+    if texts.len() == 1 {
+        return texts.pop().unwrap_or_default();
+    }
+    let mut joined = String::with_capacity(bytes);
+    for (i, text) in texts.iter().enumerate() {
+        if i > 0 {
+            joined.push('\n');
+        }
+        joined.push_str(text);
+    }
+    joined
 }
 
 #[cfg(test)]

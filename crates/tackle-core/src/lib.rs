@@ -42,11 +42,13 @@ pub use context::{Context, Progress};
 pub use failure::ToolFailure;
 pub use ids::{AgentId, CallId, CallIdentity, MessageId, SessionId};
 pub use ports::{
-    Journal, JournalError, ManagedRef, OutcomeKind, OutputStore, PhaseTimings, RetentionError,
-    SettlementRecord,
+    Journal, JournalError, ManagedRef, OutcomeKind, OutputStore, ParseOutcomeKindError,
+    PhaseTimings, RetentionError, SettlementRecord,
 };
 pub use tool::{AnyTool, Invocation, InvocationOutcome, InvocationTimings, Tool, ToolDefinition};
 
+/// Re-exported so `OutputStore` adapters need no `bytes` dependency of their own.
+pub use bytes::Bytes;
 /// Re-exported so tool authors derive schemas with the same version tackle uses.
 pub use schemars;
 /// Re-exported so hosts build cancellation tokens with the same version tackle uses.

@@ -3,8 +3,10 @@
 //! Core defines them; `tackle-store` implements them; the host wires one of each into a registry.
 
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
@@ -36,9 +38,11 @@ pub struct RetentionError(pub String);
 /// Be careful when:
 /// - implementing `retain`. It must either keep every byte it was given, or fail. Writes must be
 ///   atomic: a reader never sees a partial file under a final name.
+/// - holding on to `bytes`. The caller shares the same buffer (it builds the preview from it), so
+///   a clone is a reference count, not a copy; keeping it keeps the whole output in memory.
 pub trait OutputStore: Send + Sync + 'static {
     /// Keeps `bytes` completely and returns a reference to them.
-    fn retain(&self, bytes: Vec<u8>) -> BoxFuture<'static, Result<ManagedRef, RetentionError>>;
+    fn retain(&self, bytes: Bytes) -> BoxFuture<'static, Result<ManagedRef, RetentionError>>;
 
     /// The directory holding retained outputs, if the store has one. Tools that read files treat
     /// it as readable without an external-directory prompt.
@@ -70,7 +74,20 @@ pub enum OutcomeKind {
 }
 
 impl OutcomeKind {
-    /// The stable snake_case name used in the journal.
+    /// Every outcome kind, in declaration order.
+    pub const ALL: [OutcomeKind; 9] = [
+        OutcomeKind::Success,
+        OutcomeKind::Failure,
+        OutcomeKind::Unknown,
+        OutcomeKind::Stale,
+        OutcomeKind::Invalid,
+        OutcomeKind::InvalidOutput,
+        OutcomeKind::RetentionFailed,
+        OutcomeKind::Interrupted,
+        OutcomeKind::Panicked,
+    ];
+
+    /// The stable snake_case name used in the journal; [`FromStr`] is its inverse.
     pub fn as_str(self) -> &'static str {
         match self {
             OutcomeKind::Success => "success",
@@ -98,7 +115,27 @@ impl OutcomeKind {
     }
 }
 
+/// Why a string is not the name of an [`OutcomeKind`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown outcome kind {0:?}")]
+pub struct ParseOutcomeKindError(pub String);
+
+impl FromStr for OutcomeKind {
+    type Err = ParseOutcomeKindError;
+
+    /// Parses the name [`OutcomeKind::as_str`] gives.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        OutcomeKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == s)
+            .ok_or_else(|| ParseOutcomeKindError(s.to_owned()))
+    }
+}
+
 /// Durations of every settlement phase.
+///
+/// Durable journals keep these in whole microseconds: what reads back from one is truncated to
+/// the microsecond.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PhaseTimings {
     /// Resolving the name against the turn.
@@ -116,6 +153,9 @@ pub struct PhaseTimings {
 }
 
 /// One settlement, as the journal keeps it.
+///
+/// A durable journal returns every field exactly as recorded, except `timings`, which it keeps
+/// with microsecond precision.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SettlementRecord {
     /// The exact host-supplied IDs.
@@ -149,4 +189,45 @@ pub struct JournalError(pub String);
 pub trait Journal: Send + Sync + 'static {
     /// Records one settlement.
     fn record(&self, record: SettlementRecord) -> BoxFuture<'static, Result<(), JournalError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_kind_names_round_trip_and_all_is_complete() {
+        // Fails to compile when a kind is added, so `ALL` cannot fall behind.
+        fn position(kind: OutcomeKind) -> usize {
+            match kind {
+                OutcomeKind::Success => 0,
+                OutcomeKind::Failure => 1,
+                OutcomeKind::Unknown => 2,
+                OutcomeKind::Stale => 3,
+                OutcomeKind::Invalid => 4,
+                OutcomeKind::InvalidOutput => 5,
+                OutcomeKind::RetentionFailed => 6,
+                OutcomeKind::Interrupted => 7,
+                OutcomeKind::Panicked => 8,
+            }
+        }
+        for (i, kind) in OutcomeKind::ALL.into_iter().enumerate() {
+            assert_eq!(position(kind), i);
+            assert_eq!(kind.as_str().parse::<OutcomeKind>(), Ok(kind));
+            // The journal name is the serde name too.
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::Value::from(kind.as_str())
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_outcome_names_are_rejected_by_name() {
+        for bad in ["", "Success", "invalid-output", "panicked "] {
+            let error = bad.parse::<OutcomeKind>().unwrap_err();
+            assert_eq!(error, ParseOutcomeKindError(bad.to_owned()));
+            assert_eq!(error.to_string(), format!("unknown outcome kind {bad:?}"));
+        }
+    }
 }

@@ -33,12 +33,19 @@ impl Journal for DiscardJournal {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let process = ToolRegistry::new();
-    let config = SettlementConfig::new(Arc::new(MemoryOutputStore::new()), Arc::new(DiscardJournal));
+    let config =
+        SettlementConfig::new(Arc::new(MemoryOutputStore::new()), Arc::new(DiscardJournal));
     let location = Location::new("/ws", &process, config);
-    let tool = Tool::new("Echo.", |input: Echo, _cx| async move { Ok::<_, ToolFailure>(input) });
-    let _reg = location.register(ToolSet::new().with("echo", tool)).unwrap();
+    let tool = Tool::new("Echo.", |input: Echo, _cx| async move {
+        Ok::<_, ToolFailure>(input)
+    });
+    let _reg = location
+        .register(ToolSet::new().with("echo", tool))
+        .unwrap();
     let turn = location.materialize(AllTools);
     let cx = Context::new(
         CallIdentity::new("s", "a", "m", "c"),
@@ -49,9 +56,14 @@ fn main() {
         let mut sum = [Duration::ZERO; 6];
         let started = Instant::now();
         for _ in 0..n {
-            let s = turn.settle(cx.clone(), ToolCall::new("echo", ARGUMENTS)).await;
+            let s = turn
+                .settle(cx.clone(), ToolCall::new("echo", ARGUMENTS))
+                .await;
             let t = s.timings;
-            for (slot, d) in sum.iter_mut().zip([t.resolve, t.decode, t.execute, t.encode, t.project, t.bound]) {
+            for (slot, d) in sum
+                .iter_mut()
+                .zip([t.resolve, t.decode, t.execute, t.encode, t.project, t.bound])
+            {
                 *slot += d;
             }
         }

@@ -1,7 +1,9 @@
 //! Settlement: resolve, decode, execute, encode, project, bound and record one call.
 
 use std::fmt;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use quanta::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -137,6 +139,9 @@ impl Outcome {
 }
 
 /// The result a provider receives for a call, when the outcome has one.
+///
+/// Serializes as `{"is_error": …, "content": […], "structured": …}`; the journal stores that
+/// JSON.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ModelResult {
     /// True for error results.
@@ -185,6 +190,35 @@ impl Settlement {
     }
 }
 
+/// A borrowed [`ModelResult`], serialized into the journal without cloning the output.
+#[derive(Serialize)]
+struct ModelResultView<'a> {
+    is_error: bool,
+    content: &'a [Content],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured: Option<&'a Value>,
+}
+
+impl Settlement {
+    fn model_result_json(&self) -> Option<String> {
+        let view = match &self.outcome {
+            Outcome::Success(output) => ModelResultView {
+                is_error: false,
+                content: &output.content,
+                structured: Some(&output.structured),
+            },
+            Outcome::Error(error) => ModelResultView {
+                is_error: true,
+                content: &error.content,
+                structured: None,
+            },
+            Outcome::Interrupted | Outcome::Defect(_) => return None,
+        };
+        // Content and JSON values always serialize.
+        serde_json::to_string(&view).ok()
+    }
+}
+
 impl fmt::Display for Settlement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -224,30 +258,29 @@ impl Turn {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
             .unwrap_or_default();
+        let ToolCall {
+            name,
+            arguments,
+            limits: call_limits,
+        } = call;
         let mut timings = PhaseTimings::default();
         let identity = cx.identity().clone();
+
         let started = Instant::now();
-        let resolved = self.resolve(&call.name);
+        let resolved = self.resolve(&name);
         timings.resolve = started.elapsed();
 
         let (registration, tool, definition) = match resolved {
             Ok(found) => found,
             Err((kind, registration, text)) => {
-                let result = self.model_error(kind, text, &call, &cx).await;
+                let result = self.model_error(kind, text, None, &call_limits, &cx).await;
                 return self
-                    .finish(
-                        identity,
-                        call.name,
-                        registration,
-                        result,
-                        timings,
-                        started_at_ms,
-                    )
+                    .finish(identity, name, registration, result, timings, started_at_ms)
                     .await;
             }
         };
 
-        let invocation = tool.invoke(call.arguments.clone(), cx.clone()).await;
+        let invocation = tool.invoke(arguments, cx.clone()).await;
         timings.decode = invocation.timings.decode;
         timings.execute = invocation.timings.execute;
         timings.encode = invocation.timings.encode;
@@ -256,19 +289,27 @@ impl Turn {
         let started = Instant::now();
         let result = match invocation.outcome {
             InvocationOutcome::Completed(output) => {
-                let limits = self.limits_for(Some(&definition.output_limits), &call, &cx);
+                let limits = self.limits_for(Some(&definition.output_limits), &call_limits, &cx);
                 match self.bound(output, &limits).await {
                     Ok(bounded) => (Outcome::Success(bounded.output), bounded.managed),
                     Err(defect) => (Outcome::Defect(defect), Vec::new()),
                 }
             }
             InvocationOutcome::Failed(failure) => {
-                self.model_error(ModelErrorKind::Failed, failure.to_string(), &call, &cx)
-                    .await
+                let preference = Some(&definition.output_limits);
+                self.model_error(
+                    ModelErrorKind::Failed,
+                    failure.to_string(),
+                    preference,
+                    &call_limits,
+                    &cx,
+                )
+                .await
             }
             InvocationOutcome::InvalidInput { message, .. } => {
-                let text = format!("Invalid arguments for tool `{}`:\n{message}", call.name);
-                self.model_error(ModelErrorKind::Invalid, text, &call, &cx)
+                let text = format!("Invalid arguments for tool `{name}`:\n{message}");
+                let preference = Some(&definition.output_limits);
+                self.model_error(ModelErrorKind::Invalid, text, preference, &call_limits, &cx)
                     .await
             }
             InvocationOutcome::InvalidOutput(message) => {
@@ -282,7 +323,7 @@ impl Turn {
         timings.bound = started.elapsed();
         self.finish(
             identity,
-            call.name,
+            name,
             Some(registration),
             result,
             timings,
@@ -359,7 +400,7 @@ impl Turn {
     fn limits_for(
         &self,
         tool_preference: Option<&LimitsOverride>,
-        call: &ToolCall,
+        call_limits: &LimitsOverride,
         cx: &Context,
     ) -> tackle_core::OutputLimits {
         let config = &self.inner.location.config;
@@ -370,7 +411,7 @@ impl Turn {
         if let Some(agent) = config.agent_limits.get(cx.agent()) {
             limits = limits.with(agent);
         }
-        limits.with(&call.limits)
+        limits.with(call_limits)
     }
 
     /// Bounds a model-facing output; a retention failure becomes a defect.
@@ -385,15 +426,17 @@ impl Turn {
             .map_err(Defect::Retention)
     }
 
-    /// An error result for the model, bounded like any other model-facing output.
+    /// An error result for the model, bounded like any other model-facing output. A resolved
+    /// tool's own limit preference applies to its errors too.
     async fn model_error(
         &self,
         kind: ModelErrorKind,
         text: String,
-        call: &ToolCall,
+        tool_preference: Option<&LimitsOverride>,
+        call_limits: &LimitsOverride,
         cx: &Context,
     ) -> (Outcome, Vec<ManagedRef>) {
-        let limits = self.limits_for(None, call, cx);
+        let limits = self.limits_for(tool_preference, call_limits, cx);
         let output = ToolOutput {
             content: vec![Content::text(text)],
             structured: Value::Null,
@@ -444,9 +487,7 @@ impl Turn {
             tool: settlement.tool.clone(),
             registration: registration.map(RegistrationId::get),
             outcome: kind,
-            model_result: settlement
-                .model_result()
-                .map(|result| serde_json::to_string(&result).unwrap_or_default()),
+            model_result: settlement.model_result_json(),
             managed: settlement.managed.clone(),
             started_at_ms,
             timings,

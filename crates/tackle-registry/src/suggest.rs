@@ -18,7 +18,12 @@ pub(crate) fn nearest_names<'a>(wanted: &str, names: &[&'a str]) -> Vec<&'a str>
     let budget = (wanted.chars().count() / 3).clamp(1, 3);
     let mut scored: Vec<(usize, &str)> = names
         .iter()
-        .map(|name| (strsim::damerau_levenshtein(&normalized, &normalize(name)), *name))
+        .map(|name| {
+            (
+                strsim::damerau_levenshtein(&normalized, &normalize(name)),
+                *name,
+            )
+        })
         .filter(|(distance, _)| *distance <= budget)
         .collect();
     scored.sort();

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use peak_alloc::PeakAlloc;
 use serde_json::Value;
@@ -47,6 +48,17 @@ fn numbered_lines() -> String {
 fn output_of(text: String) -> ToolOutput {
     ToolOutput {
         content: vec![Content::text(text)],
+        structured: Value::Null,
+    }
+}
+
+/// `text` split at a line boundary into two parts, which bounding joins back together.
+fn two_parts_of(mut text: String) -> ToolOutput {
+    let middle = text[..text.len() / 2].rfind('\n').unwrap();
+    let second = text.split_off(middle + 1);
+    text.pop();
+    ToolOutput {
+        content: vec![Content::text(text), Content::text(second)],
         structured: Value::Null,
     }
 }
@@ -109,6 +121,11 @@ fn peak_memory(_: &mut Criterion) {
                 .unwrap()
         });
     }
+    let input = two_parts_of(fresh_copy(&text, 2));
+    report_peak("bound_output, two text parts (join + hash + write)", || {
+        rt.block_on(bound_output(input, &limits, &store, &recovery))
+            .unwrap()
+    });
     report_peak("bound_text alone, on borrowed text", || {
         bound_text(&text, &limits, |_| "[marker]".to_owned())
     });
@@ -116,7 +133,7 @@ fn peak_memory(_: &mut Criterion) {
         "FsOutputStore::retain alone, new output",
         "FsOutputStore::retain alone, retained before",
     ] {
-        let bytes = fresh_copy(&text, 1).into_bytes();
+        let bytes = Bytes::from(fresh_copy(&text, 1));
         report_peak(what, || rt.block_on(store.retain(bytes)).unwrap());
     }
 }

@@ -7,13 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use tackle_core::{ManagedRef, OutputStore, RetentionError};
 
 /// How long retained outputs are kept by default: 7 days.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
-/// Prefix of in-flight temporary files; never a valid hash name, so the sweep ignores them.
+/// Prefix of in-flight temporary files; never a valid hash name. A write that crashed leaves one
+/// behind, which the sweep deletes once it is older than the maximum age.
 const TEMP_PREFIX: &str = ".tackle-tmp-";
 
 /// Directories already swept (or being swept) by this process.
@@ -34,6 +36,9 @@ pub struct SweepReport {
     pub deleted: usize,
     /// Retained outputs kept because they were young enough.
     pub kept: usize,
+    /// Temporary files left by interrupted writes, deleted because they were older than the
+    /// maximum age. Younger ones may be writes in progress; they are left alone and not counted.
+    pub abandoned: usize,
 }
 
 impl FsOutputStore {
@@ -54,19 +59,24 @@ impl FsOutputStore {
         crate::data_path("tool-output")
     }
 
-    /// Deletes retained outputs whose modification time is more than `max_age` ago.
+    /// Deletes retained outputs, and temporary files left by interrupted writes, whose
+    /// modification time is more than `max_age` ago.
     ///
-    /// Only regular files named by 64 lowercase hex digits are considered; everything else in
-    /// the directory is left alone and not counted. Files that vanish mid-sweep (another process
-    /// sweeping the same directory) are not an error. This blocks on file system IO.
+    /// Only regular files named by 64 lowercase hex digits or starting with the store's
+    /// temporary prefix are considered; everything else in the directory is left alone and not
+    /// counted. A write still in progress keeps its temporary file young, so `max_age` should
+    /// exceed the longest write. Files that vanish mid-sweep (another process sweeping the same
+    /// directory) are not an error. This blocks on file system IO.
     pub fn sweep(&self, max_age: Duration) -> io::Result<SweepReport> {
         let now = SystemTime::now();
         let mut report = SweepReport::default();
         for entry in std::fs::read_dir(&self.dir)? {
             let entry = entry?;
-            if !entry.file_name().to_str().is_some_and(is_hash_name) {
-                continue;
-            }
+            let temporary = match entry.file_name().to_str() {
+                Some(name) if is_hash_name(name) => false,
+                Some(name) if name.starts_with(TEMP_PREFIX) => true,
+                _ => continue,
+            };
             // `DirEntry::metadata` does not follow symlinks, so a link is never a regular file.
             let metadata = match entry.metadata() {
                 Ok(metadata) => metadata,
@@ -79,10 +89,11 @@ impl FsOutputStore {
             // A modification time in the future yields an error here: treat it as young.
             let age = now.duration_since(metadata.modified()?).unwrap_or_default();
             if age <= max_age {
-                report.kept += 1;
+                report.kept += usize::from(!temporary);
                 continue;
             }
             match std::fs::remove_file(entry.path()) {
+                Ok(()) if temporary => report.abandoned += 1,
                 Ok(()) => report.deleted += 1,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
@@ -111,6 +122,7 @@ impl FsOutputStore {
                     dir = %store.dir.display(),
                     deleted = report.deleted,
                     kept = report.kept,
+                    abandoned = report.abandoned,
                     "swept retained tool output"
                 ),
                 Err(e) => tracing::warn!(
@@ -127,8 +139,9 @@ impl FsOutputStore {
 }
 
 impl OutputStore for FsOutputStore {
-    fn retain(&self, bytes: Vec<u8>) -> BoxFuture<'static, Result<ManagedRef, RetentionError>> {
+    fn retain(&self, bytes: Bytes) -> BoxFuture<'static, Result<ManagedRef, RetentionError>> {
         let dir = self.dir.clone();
+        // `bytes` is shared with the caller, not copied, and dropped once it is on disk.
         Box::pin(async move {
             // Hashing and writing block; keep them off the async workers when there is a tokio
             // runtime, and run inline under any other executor.

@@ -57,19 +57,6 @@ SELECT id, session, agent, assistant_message, call, tool, registration, outcome,
     managed, started_at_ms, resolve_us, decode_us, execute_us, encode_us, project_us, bound_us
 FROM settlements";
 
-/// Every outcome kind, for reading the `outcome` column back.
-const OUTCOMES: [OutcomeKind; 9] = [
-    OutcomeKind::Success,
-    OutcomeKind::Failure,
-    OutcomeKind::Unknown,
-    OutcomeKind::Stale,
-    OutcomeKind::Invalid,
-    OutcomeKind::InvalidOutput,
-    OutcomeKind::RetentionFailed,
-    OutcomeKind::Interrupted,
-    OutcomeKind::Panicked,
-];
-
 /// What a resolved [`SqliteJournal::record`](Journal::record) survives.
 ///
 /// The journal always runs in WAL mode, where a commit is an append to the log; neither level can
@@ -389,10 +376,7 @@ fn read_row(row: &Row<'_>) -> Result<SettlementRecord, BoxError> {
     let timing = |column: &str| unsigned(column).map(Duration::from_micros);
 
     let outcome: String = row.get("outcome")?;
-    let outcome = OUTCOMES
-        .into_iter()
-        .find(|kind| kind.as_str() == outcome)
-        .ok_or_else(|| in_row(format!("unknown outcome {outcome:?}").into()))?;
+    let outcome: OutcomeKind = outcome.parse().map_err(|e| in_row(Box::new(e)))?;
     let registration = match row.get::<_, Option<i64>>("registration")? {
         Some(_) => Some(unsigned("registration").map_err(in_row)?),
         None => None,

@@ -4,8 +4,9 @@
 //! `tackle-core` defines two ports and does no IO itself. This crate implements them:
 //!
 //! - [`FsOutputStore`] implements [`OutputStore`](tackle_core::OutputStore). When a tool's output
-//!   is too large for the model, the registry hands the complete bytes to the store before it
-//!   publishes a preview; the preview's marker then points the model at the stored file.
+//!   is too large for the model, the registry hands the complete bytes to the store (as a
+//!   shared [`Bytes`](bytes::Bytes) buffer, not a copy) before it publishes a preview; the
+//!   preview's marker then points the model at the stored file.
 //! - [`SqliteJournal`] implements [`Journal`](tackle_core::Journal). Every settlement, whatever
 //!   its outcome, becomes one row in a SQLite database.
 //! - [`MemoryOutputStore`] and [`MemoryJournal`] are in-memory doubles with the same contracts,
@@ -24,9 +25,10 @@
 //!   reader never sees a partial file under a hash name, and concurrent writers of the same
 //!   output race harmlessly, because both rename identical bytes.
 //! - *Retention is by age.* [`FsOutputStore::sweep`] deletes hash-named files whose modification
-//!   time is older than a maximum age, and touches nothing else in the directory. Since reuse
-//!   refreshes the modification time, an output that was just handed to the model again is not
-//!   swept from under it.
+//!   time is older than a maximum age, and temporary files that crashed writes left behind once
+//!   they are as old; it touches nothing else in the directory. Since reuse refreshes the
+//!   modification time, an output that was just handed to the model again is not swept from
+//!   under it.
 //!
 //! # Journal: one writer thread, group commit
 //!
@@ -47,7 +49,8 @@
 //! - `retain` either keeps every byte it was given under the hash of those bytes, or returns a
 //!   [`RetentionError`](tackle_core::RetentionError) that names the directory and the OS error.
 //! - No file under a hash name ever holds anything but the bytes that hash to it.
-//! - The sweep deletes only regular files named by 64 lowercase hex digits.
+//! - The sweep deletes only regular files named by 64 lowercase hex digits or by the store's
+//!   temporary prefix, and only when they are older than the maximum age.
 //! - A `record` future resolves `Ok` only after the transaction containing its row has committed,
 //!   and a row is written whole or not at all.
 //! - Host IDs are stored and returned byte-for-byte; the journal never rewrites them.

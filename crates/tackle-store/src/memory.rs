@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use tackle_core::{
     Journal, JournalError, ManagedRef, OutputStore, RetentionError, SessionId, SettlementRecord,
@@ -17,10 +18,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Keeps retained outputs in memory, keyed by the blake3 hex of their bytes.
 ///
 /// References carry the path `memory://<hash>`, which no file tool can open. Clones share the
-/// same contents, so a test can keep one handle and give another to a registry.
+/// same contents, so a test can keep one handle and give another to a registry. Retained buffers
+/// are kept as given, shared with the caller rather than copied.
 #[derive(Clone, Debug, Default)]
 pub struct MemoryOutputStore {
-    outputs: Arc<Mutex<HashMap<String, Vec<u8>>>>,
+    outputs: Arc<Mutex<HashMap<String, Bytes>>>,
     /// When set, every `retain` fails with this message.
     failure: Option<Arc<str>>,
 }
@@ -39,8 +41,8 @@ impl MemoryOutputStore {
         }
     }
 
-    /// The bytes retained under `id`.
-    pub fn get(&self, id: &str) -> Option<Vec<u8>> {
+    /// The bytes retained under `id`; a cheap handle to the stored buffer.
+    pub fn get(&self, id: &str) -> Option<Bytes> {
         lock(&self.outputs).get(id).cloned()
     }
 
@@ -56,7 +58,7 @@ impl MemoryOutputStore {
 }
 
 impl OutputStore for MemoryOutputStore {
-    fn retain(&self, bytes: Vec<u8>) -> BoxFuture<'static, Result<ManagedRef, RetentionError>> {
+    fn retain(&self, bytes: Bytes) -> BoxFuture<'static, Result<ManagedRef, RetentionError>> {
         let result = match &self.failure {
             Some(message) => Err(RetentionError(message.to_string())),
             None => {

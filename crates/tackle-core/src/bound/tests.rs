@@ -531,17 +531,32 @@ proptest! {
 
 #[derive(Default)]
 struct MemoryStore {
-    blobs: Mutex<Vec<Vec<u8>>>,
+    blobs: Mutex<Vec<Bytes>>,
 }
 
 impl MemoryStore {
     fn blobs(&self) -> Vec<Vec<u8>> {
-        self.blobs.lock().unwrap().clone()
+        self.blobs
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| b.to_vec())
+            .collect()
+    }
+
+    /// Where each retained buffer starts in memory, to tell a move from a copy.
+    fn addresses(&self) -> Vec<*const u8> {
+        self.blobs
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| b.as_ptr())
+            .collect()
     }
 }
 
 impl OutputStore for MemoryStore {
-    fn retain(&self, bytes: Vec<u8>) -> BoxFuture<'static, Result<ManagedRef, RetentionError>> {
+    fn retain(&self, bytes: Bytes) -> BoxFuture<'static, Result<ManagedRef, RetentionError>> {
         let mut blobs = self.blobs.lock().unwrap();
         let n = blobs.len();
         let reference = ManagedRef {
@@ -561,7 +576,7 @@ impl OutputStore for MemoryStore {
 struct FailingStore;
 
 impl OutputStore for FailingStore {
-    fn retain(&self, _bytes: Vec<u8>) -> BoxFuture<'static, Result<ManagedRef, RetentionError>> {
+    fn retain(&self, _bytes: Bytes) -> BoxFuture<'static, Result<ManagedRef, RetentionError>> {
         Box::pin(async { Err(RetentionError("disk full".to_owned())) })
     }
 
@@ -896,4 +911,197 @@ async fn oversized_media_that_is_not_base64_is_an_error() {
             .is_err()
     );
     assert!(store.blobs().is_empty());
+}
+
+#[tokio::test]
+async fn a_single_text_part_is_retained_without_a_copy() {
+    let store = MemoryStore::default();
+    let text = numbered(100);
+    let address = text.as_ptr();
+    let output = ToolOutput {
+        content: vec![Content::text(text)],
+        structured: Value::Null,
+    };
+    bound_output(output, &ten_lines(), &store, &Recovery::default())
+        .await
+        .unwrap();
+    assert_eq!(store.addresses(), vec![address]);
+    assert_eq!(store.blobs(), vec![numbered(100).into_bytes()]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring without building
+// ---------------------------------------------------------------------------------------------
+
+fn measured_pretty(value: &Value) -> Measure {
+    let mut measure = Measure::default();
+    serde_json::to_writer_pretty(&mut measure, value).unwrap();
+    measure
+}
+
+#[test]
+fn measured_json_matches_to_string_pretty_exactly() {
+    let values = [
+        Value::Null,
+        json!(0),
+        json!("text with\na newline, \"quotes\" and é日🎉"),
+        json!([]),
+        json!({}),
+        json!([[], {}, [[]], {"a": {}}]),
+        json!({"a": [1, 2, 3], "b": {"c": null, "d": [true, false]}}),
+        json!({"items": (0..500).collect::<Vec<_>>()}),
+        json!({"rows": (0..50).map(|i| json!({"id": i, "name": format!("row\n{i}")})).collect::<Vec<_>>()}),
+    ];
+    for value in &values {
+        let pretty = serde_json::to_string_pretty(value).unwrap();
+        let measure = measured_pretty(value);
+        assert_eq!(measure.bytes, pretty.len(), "{pretty}");
+        assert_eq!(measure.lines(), count_lines(&pretty), "{pretty}");
+    }
+}
+
+#[tokio::test]
+async fn structured_only_output_that_fits_exactly_is_unchanged() {
+    let structured = json!({"items": (0..20).collect::<Vec<_>>()});
+    let pretty = serde_json::to_string_pretty(&structured).unwrap();
+    let output = ToolOutput {
+        content: Vec::new(),
+        structured,
+    };
+    let exact = limits(count_lines(&pretty), pretty.len(), Direction::HeadTail);
+    let store = MemoryStore::default();
+    let bounded = bound_output(output.clone(), &exact, &store, &Recovery::default())
+        .await
+        .unwrap();
+    assert_eq!(bounded.output, output);
+    assert!(store.blobs().is_empty());
+
+    for tighter in [
+        limits(count_lines(&pretty) - 1, pretty.len(), Direction::HeadTail),
+        limits(count_lines(&pretty), pretty.len() - 1, Direction::HeadTail),
+    ] {
+        let bounded = bound_output(output.clone(), &tighter, &store, &Recovery::default())
+            .await
+            .unwrap();
+        assert_eq!(bounded.managed.len(), 1);
+    }
+    // This test store does not dedupe.
+    assert_eq!(store.blobs(), vec![pretty.into_bytes(); 2]);
+}
+
+/// Text parts are joined with one newline between every pair, empty parts included, the same
+/// way hosts join them for display (`ModelError::text`).
+fn join_like_bound_output(parts: &[String]) -> String {
+    parts.join("\n")
+}
+
+#[test]
+fn joined_measure_puts_a_separator_between_every_pair_of_parts() {
+    for parts in [
+        vec![],
+        vec![""],
+        vec!["", ""],
+        vec!["", "a"],
+        vec!["a", ""],
+        vec!["a", "", "b"],
+        vec!["a\n", "\n", "b"],
+        vec!["\n", ""],
+    ] {
+        let parts: Vec<String> = parts.into_iter().map(str::to_owned).collect();
+        let joined = join_like_bound_output(&parts);
+        let measure = Measure::of_joined(parts.iter().map(String::as_str));
+        assert_eq!(measure.bytes, joined.len(), "{parts:?}");
+        assert_eq!(measure.lines(), count_lines(&joined), "{parts:?}");
+        assert_eq!(join_texts(parts.clone(), joined.len()), joined, "{parts:?}");
+    }
+}
+
+fn arbitrary_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<String>().prop_map(Value::from),
+        "[a-z\n ]{0,10}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 64, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z\n]{0,6}", inner, 0..8)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn measures_agree_with_the_text_they_stand_for(
+        value in arbitrary_json(),
+        parts in prop::collection::vec(arbitrary_text(), 0..5),
+    ) {
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        let measure = measured_pretty(&value);
+        prop_assert_eq!(measure.bytes, pretty.len());
+        prop_assert_eq!(measure.lines(), count_lines(&pretty));
+
+        let joined = join_like_bound_output(&parts);
+        let measure = Measure::of_joined(parts.iter().map(String::as_str));
+        prop_assert_eq!(measure.bytes, joined.len());
+        prop_assert_eq!(measure.lines(), count_lines(&joined));
+        prop_assert_eq!(join_texts(parts, joined.len()), joined);
+    }
+}
+
+/// The tree-walk estimate must never under-count: its lines equal the pretty printer's and its
+/// bytes are at least the pretty printer's, for any JSON value.
+mod pretty_estimate {
+    use super::super::PrettyEstimate;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            ".*".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(".*", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn estimate_has_exact_lines_and_never_undercounts_bytes(value in json()) {
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            let estimate = PrettyEstimate::of(&value, 0);
+            prop_assert_eq!(estimate.lines, tackle_lines(&pretty));
+            prop_assert!(estimate.max_bytes >= pretty.len(), "{} < {}", estimate.max_bytes, pretty.len());
+        }
+    }
+
+    fn tackle_lines(text: &str) -> usize {
+        crate::bound::count_lines(text)
+    }
+
+    #[test]
+    fn nested_example_counts_lines_exactly() {
+        let value = serde_json::json!({"a": {"b": [1, 2, []]}, "c": "x\ny"});
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        assert_eq!(
+            PrettyEstimate::of(&value, 0).lines,
+            crate::bound::count_lines(&pretty)
+        );
+    }
 }

@@ -4,6 +4,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
 use tackle_core::OutputStore;
 
 use super::*;
@@ -38,7 +39,7 @@ const HOUR: Duration = Duration::from_secs(60 * 60);
 #[tokio::test]
 async fn retain_writes_the_bytes_under_their_blake3_hex() {
     let (_temp, store) = store();
-    let bytes = b"line 1\nline 2\n".to_vec();
+    let bytes = Bytes::from_static(b"line 1\nline 2\n");
     let hex = blake3::hash(&bytes).to_hex().to_string();
 
     let reference = store.retain(bytes.clone()).await.unwrap();
@@ -53,8 +54,8 @@ async fn retain_writes_the_bytes_under_their_blake3_hex() {
 #[tokio::test]
 async fn retaining_the_same_bytes_twice_keeps_one_file() {
     let (_temp, store) = store();
-    let first = store.retain(b"same".to_vec()).await.unwrap();
-    let second = store.retain(b"same".to_vec()).await.unwrap();
+    let first = store.retain(Bytes::from_static(b"same")).await.unwrap();
+    let second = store.retain(Bytes::from_static(b"same")).await.unwrap();
 
     assert_eq!(first, second);
     assert_eq!(entries(store.directory().unwrap()).len(), 1);
@@ -63,8 +64,8 @@ async fn retaining_the_same_bytes_twice_keeps_one_file() {
 #[tokio::test]
 async fn different_bytes_get_different_files() {
     let (_temp, store) = store();
-    let a = store.retain(b"a".to_vec()).await.unwrap();
-    let b = store.retain(b"b".to_vec()).await.unwrap();
+    let a = store.retain(Bytes::from_static(b"a")).await.unwrap();
+    let b = store.retain(Bytes::from_static(b"b")).await.unwrap();
 
     assert_ne!(a.id, b.id);
     assert_eq!(entries(store.directory().unwrap()), {
@@ -78,7 +79,7 @@ async fn different_bytes_get_different_files() {
 #[tokio::test]
 async fn empty_output_is_retained() {
     let (_temp, store) = store();
-    let reference = store.retain(Vec::new()).await.unwrap();
+    let reference = store.retain(Bytes::new()).await.unwrap();
     assert_eq!(reference.bytes, 0);
     assert_eq!(std::fs::read(&reference.path).unwrap(), b"");
 }
@@ -87,9 +88,15 @@ async fn empty_output_is_retained() {
 async fn no_temporary_files_remain_after_retain() {
     let (_temp, store) = store();
     for i in 0..20u32 {
-        store.retain(i.to_le_bytes().repeat(1000)).await.unwrap();
+        store
+            .retain(i.to_le_bytes().repeat(1000).into())
+            .await
+            .unwrap();
     }
-    store.retain(0u32.to_le_bytes().repeat(1000)).await.unwrap();
+    store
+        .retain(0u32.to_le_bytes().repeat(1000).into())
+        .await
+        .unwrap();
 
     let names = entries(store.directory().unwrap());
     assert_eq!(names.len(), 20);
@@ -102,7 +109,7 @@ async fn no_temporary_files_remain_after_retain() {
 #[tokio::test]
 async fn concurrent_retains_of_the_same_output_agree() {
     let (_temp, store) = store();
-    let bytes = vec![7u8; 1 << 20];
+    let bytes = Bytes::from(vec![7u8; 1 << 20]);
     let tasks: Vec<_> = (0..8)
         .map(|_| tokio::spawn(store.retain(bytes.clone())))
         .collect();
@@ -116,7 +123,7 @@ async fn concurrent_retains_of_the_same_output_agree() {
 #[tokio::test]
 async fn a_file_of_the_wrong_size_under_a_hash_name_is_replaced() {
     let (_temp, store) = store();
-    let bytes = b"the real output".to_vec();
+    let bytes = Bytes::from_static(b"the real output");
     let hex = blake3::hash(&bytes).to_hex().to_string();
     let path = store.directory().unwrap().join(&hex);
     std::fs::write(&path, b"trunc").unwrap();
@@ -134,7 +141,10 @@ async fn retain_fails_with_the_directory_when_it_is_gone() {
     std::fs::remove_dir(&dir).unwrap();
     std::fs::write(&dir, b"not a directory").unwrap();
 
-    let error = store.retain(b"output".to_vec()).await.unwrap_err();
+    let error = store
+        .retain(Bytes::from_static(b"output"))
+        .await
+        .unwrap_err();
 
     let message = error.to_string();
     assert!(message.contains(&dir.display().to_string()), "{message}");
@@ -175,15 +185,15 @@ fn default_dir_is_under_the_data_dir() {
 async fn sweep_deletes_old_outputs_keeps_young_ones_and_ignores_other_names() {
     let (_temp, store) = store();
     let dir = store.directory().unwrap().to_path_buf();
-    let old = store.retain(b"old".to_vec()).await.unwrap();
-    let young = store.retain(b"young".to_vec()).await.unwrap();
+    let old = store.retain(Bytes::from_static(b"old")).await.unwrap();
+    let young = store.retain(Bytes::from_static(b"young")).await.unwrap();
     set_age(&old.path, 2 * HOUR);
 
     let others: Vec<PathBuf> = [
         "notes.txt",
         &"A".repeat(64),
         &"a".repeat(63),
-        ".tackle-tmp-x",
+        "tackle-tmp-x",
     ]
     .iter()
     .map(|name| dir.join(name))
@@ -201,7 +211,8 @@ async fn sweep_deletes_old_outputs_keeps_young_ones_and_ignores_other_names() {
         report,
         SweepReport {
             deleted: 1,
-            kept: 1
+            kept: 1,
+            abandoned: 0,
         }
     );
     assert!(!old.path.exists());
@@ -210,14 +221,60 @@ async fn sweep_deletes_old_outputs_keeps_young_ones_and_ignores_other_names() {
     assert!(hex_dir.is_dir());
 }
 
+/// A temporary file like the one a write that crashed before its rename leaves behind.
+fn crashed_write(dir: &Path, bytes: &[u8]) -> PathBuf {
+    let mut temp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(dir)
+        .unwrap();
+    temp.write_all(bytes).unwrap();
+    temp.into_temp_path().keep().unwrap()
+}
+
+#[tokio::test]
+async fn sweep_deletes_old_temporary_files_of_crashed_writes_only() {
+    let (_temp, store) = store();
+    let dir = store.directory().unwrap().to_path_buf();
+    let output = store.retain(Bytes::from_static(b"kept")).await.unwrap();
+    let abandoned = crashed_write(&dir, b"half an out");
+    set_age(&abandoned, 2 * HOUR);
+    // Young enough to be a write still in progress.
+    let in_progress = crashed_write(&dir, b"still writ");
+    set_age(&in_progress, HOUR / 2);
+    let temp_dir = dir.join(format!("{TEMP_PREFIX}dir"));
+    std::fs::create_dir(&temp_dir).unwrap();
+    assert!(entries(&dir).iter().any(|n| n.starts_with(TEMP_PREFIX)));
+
+    let report = store.sweep(HOUR).unwrap();
+
+    assert_eq!(
+        report,
+        SweepReport {
+            deleted: 0,
+            kept: 1,
+            abandoned: 1,
+        }
+    );
+    assert!(!abandoned.exists());
+    assert!(in_progress.exists());
+    assert!(temp_dir.is_dir());
+    assert!(output.path.exists());
+
+    // Once old enough, the other one goes too; the retained output stays.
+    set_age(&in_progress, 2 * HOUR);
+    assert_eq!(store.sweep(HOUR).unwrap().abandoned, 1);
+    assert!(!in_progress.exists());
+    assert!(output.path.exists());
+}
+
 #[tokio::test]
 async fn retaining_an_old_output_again_saves_it_from_the_sweep() {
     let (_temp, store) = store();
-    let first = store.retain(b"reused".to_vec()).await.unwrap();
+    let first = store.retain(Bytes::from_static(b"reused")).await.unwrap();
     set_age(&first.path, 2 * HOUR);
     let before = mtime(&first.path);
 
-    let second = store.retain(b"reused".to_vec()).await.unwrap();
+    let second = store.retain(Bytes::from_static(b"reused")).await.unwrap();
 
     assert_eq!(first, second);
     assert!(mtime(&second.path) > before + HOUR);
@@ -225,7 +282,8 @@ async fn retaining_an_old_output_again_saves_it_from_the_sweep() {
         store.sweep(HOUR).unwrap(),
         SweepReport {
             deleted: 0,
-            kept: 1
+            kept: 1,
+            abandoned: 0,
         }
     );
     assert_eq!(std::fs::read(&second.path).unwrap(), b"reused");
@@ -234,7 +292,7 @@ async fn retaining_an_old_output_again_saves_it_from_the_sweep() {
 #[tokio::test]
 async fn spawn_sweep_once_sweeps_a_directory_once_per_process() {
     let (_temp, store) = store();
-    let old = store.retain(b"old".to_vec()).await.unwrap();
+    let old = store.retain(Bytes::from_static(b"old")).await.unwrap();
     set_age(&old.path, 2 * HOUR);
 
     assert!(store.spawn_sweep_once(HOUR));
@@ -248,7 +306,10 @@ async fn spawn_sweep_once_sweeps_a_directory_once_per_process() {
     }
 
     // A second request for the same directory, even through another handle, does nothing.
-    let again = store.retain(b"old again".to_vec()).await.unwrap();
+    let again = store
+        .retain(Bytes::from_static(b"old again"))
+        .await
+        .unwrap();
     set_age(&again.path, 2 * HOUR);
     assert!(
         !FsOutputStore::new(store.directory().unwrap())

@@ -135,23 +135,8 @@ async fn queued_records_are_committed_when_the_journal_is_dropped() {
 
 #[tokio::test]
 async fn every_outcome_kind_round_trips() {
-    // Fails to compile when core gains an outcome kind, so `OUTCOMES` cannot fall behind.
-    fn listed(kind: OutcomeKind) -> bool {
-        match kind {
-            OutcomeKind::Success
-            | OutcomeKind::Failure
-            | OutcomeKind::Unknown
-            | OutcomeKind::Stale
-            | OutcomeKind::Invalid
-            | OutcomeKind::InvalidOutput
-            | OutcomeKind::RetentionFailed
-            | OutcomeKind::Interrupted
-            | OutcomeKind::Panicked => OUTCOMES.contains(&kind),
-        }
-    }
     let (_temp, journal) = journal();
-    for kind in OUTCOMES {
-        assert!(listed(kind));
+    for kind in OutcomeKind::ALL {
         let mut r = record("s", kind.as_str());
         r.outcome = kind;
         journal.record(r).await.unwrap();
@@ -163,7 +148,7 @@ async fn every_outcome_kind_round_trips() {
         .iter()
         .map(|r| r.outcome)
         .collect();
-    assert_eq!(outcomes, OUTCOMES);
+    assert_eq!(outcomes, OutcomeKind::ALL);
 }
 
 #[tokio::test]
@@ -178,6 +163,26 @@ async fn outcomes_are_stored_as_their_stable_names() {
         .query_row("SELECT outcome FROM settlements", [], |row| row.get(0))
         .unwrap();
     assert_eq!(stored, "invalid_output");
+}
+
+#[tokio::test]
+async fn an_unknown_stored_outcome_is_a_corrupt_row_naming_it() {
+    let (temp, journal) = journal();
+    journal.record(record("s", "c")).await.unwrap();
+    let conn = Connection::open(temp.path().join("journal.sqlite3")).unwrap();
+    conn.execute("UPDATE settlements SET outcome = 'exploded'", [])
+        .unwrap();
+
+    let error = journal.records().unwrap_err();
+
+    assert!(error.0.contains("corrupt row"), "{}", error.0);
+    assert!(
+        error
+            .0
+            .contains(r#"row 1: unknown outcome kind "exploded""#),
+        "{}",
+        error.0
+    );
 }
 
 #[tokio::test]

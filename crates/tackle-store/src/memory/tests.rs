@@ -1,5 +1,6 @@
 //! Tests of the in-memory output store and journal, including their failing variants.
 
+use bytes::Bytes;
 use tackle_core::{CallIdentity, OutcomeKind, PhaseTimings};
 
 use super::*;
@@ -22,9 +23,9 @@ async fn memory_store_keeps_bytes_by_hash_and_dedupes() {
     let store = MemoryOutputStore::new();
     let handle = store.clone();
 
-    let a = store.retain(b"alpha".to_vec()).await.unwrap();
-    let again = store.retain(b"alpha".to_vec()).await.unwrap();
-    let b = store.retain(b"beta".to_vec()).await.unwrap();
+    let a = store.retain(Bytes::from_static(b"alpha")).await.unwrap();
+    let again = store.retain(Bytes::from_static(b"alpha")).await.unwrap();
+    let b = store.retain(Bytes::from_static(b"beta")).await.unwrap();
 
     assert_eq!(a.id, blake3::hash(b"alpha").to_hex().as_str());
     assert_eq!(a.path, PathBuf::from(format!("memory://{}", a.id)));
@@ -38,10 +39,22 @@ async fn memory_store_keeps_bytes_by_hash_and_dedupes() {
 }
 
 #[tokio::test]
+async fn memory_store_shares_the_buffer_it_is_given() {
+    let store = MemoryOutputStore::new();
+    let bytes = Bytes::from(vec![3u8; 4096]);
+
+    let reference = store.retain(bytes.clone()).await.unwrap();
+
+    let kept = store.get(&reference.id).unwrap();
+    assert_eq!(kept, bytes);
+    assert_eq!(kept.as_ptr(), bytes.as_ptr());
+}
+
+#[tokio::test]
 async fn failing_memory_store_keeps_nothing() {
     let store = MemoryOutputStore::failing("disk full");
 
-    let error = store.retain(b"x".to_vec()).await.unwrap_err();
+    let error = store.retain(Bytes::from_static(b"x")).await.unwrap_err();
 
     assert_eq!(error, RetentionError("disk full".to_owned()));
     assert!(store.is_empty());
