@@ -250,7 +250,12 @@ impl Turn {
             call = %cx.call(),
             outcome = tracing::field::Empty,
         );
-        self.settle_inner(cx, call).instrument(span).await
+        if span.is_disabled() {
+            // No subscriber wants it: skip the per-poll enter and exit.
+            self.settle_inner(cx, call).await
+        } else {
+            self.settle_inner(cx, call).instrument(span).await
+        }
     }
 
     async fn settle_inner(&self, cx: Context, call: ToolCall) -> Settlement {
