@@ -572,3 +572,70 @@ async fn definitions_are_reused_across_turns_and_filters_hide_tools() {
         "a hidden tool is never run"
     );
 }
+
+#[tokio::test]
+async fn a_tool_can_replace_the_invalid_arguments_message() {
+    let h = Harness::new();
+    let location = h.location("/ws");
+    let (tool, calls) = tagged("a");
+    let tool = tool.with_invalid_input_message(|reason, definition| {
+        format!(
+            "echo wants {{\"text\": \"...\"}}; {} problem(s); schema has {} field(s)",
+            match reason {
+                tackle_core::InvalidInput::Fields { errors } => errors.len(),
+                tackle_core::InvalidInput::Syntax { .. } => 1,
+            },
+            definition.input_schema["properties"]
+                .as_object()
+                .unwrap()
+                .len()
+        )
+    });
+    let _reg = location
+        .register(ToolSet::new().with("echo", tool))
+        .unwrap();
+    let s = location
+        .materialize(AllTools)
+        .settle(cx("c1"), ToolCall::new("echo", r#"{"repeat":1}"#))
+        .await;
+    assert_eq!(
+        error_text(&s, ModelErrorKind::Invalid),
+        "Invalid arguments for tool `echo`:\n\
+         echo wants {\"text\": \"...\"}; 1 problem(s); schema has 2 field(s)"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn progress_updates_reach_the_host_while_the_call_runs() {
+    let h = Harness::new();
+    let location = h.location("/ws");
+    let tool = Tool::new(
+        "Report progress.",
+        |input: EchoInput, cx: tackle_core::Context| async move {
+            assert!(cx.set_title(format!("Echoing {}", input.text)));
+            assert!(cx.set_metadata(serde_json::json!({"done": 1})));
+            Ok::<_, ToolFailure>(input.text)
+        },
+    );
+    let _reg = location
+        .register(ToolSet::new().with("echo", tool))
+        .unwrap();
+    let (sender, mut updates) = tokio::sync::mpsc::channel(8);
+    let context = cx("c9").with_progress(sender);
+    let s = location
+        .materialize(AllTools)
+        .settle(context, ToolCall::new("echo", r#"{"text":"x"}"#))
+        .await;
+    assert!(matches!(s.outcome, Outcome::Success(_)));
+    let title = updates.recv().await.unwrap();
+    assert_eq!(title.call.as_str(), "c9");
+    assert_eq!(title.title.as_deref(), Some("Echoing x"));
+    assert_eq!(title.metadata, None);
+    let metadata = updates.recv().await.unwrap();
+    assert_eq!(metadata.metadata, Some(serde_json::json!({"done": 1})));
+
+    // Without a channel, updates are dropped and the tool is told so.
+    let quiet = cx("c10");
+    assert!(!quiet.set_title("nobody listens"));
+}
