@@ -161,18 +161,37 @@ impl OutputStore for FsOutputStore {
 }
 
 /// Writes `bytes` under their hash in `dir`, or refreshes an existing identical file.
+///
+/// The hash comes first, so an identical output is never written twice.
 fn retain_blocking(dir: &Path, bytes: &[u8]) -> Result<ManagedRef, RetentionError> {
-    let id = blake3::hash(bytes).to_hex().to_string();
+    let id = content_hash(bytes);
     let path = dir.join(&id);
     let size = bytes.len() as u64;
     if !refresh_existing(&path, size).map_err(|e| io_error("cannot reuse output in", dir, &e))? {
-        write_atomically(dir, &path, bytes).map_err(|e| io_error("cannot write to", dir, &e))?;
+        let write_error = |e: io::Error| io_error("cannot write to", dir, &e);
+        let temp = write_temp(dir, bytes).map_err(write_error)?;
+        // On failure the returned temporary file is dropped, which deletes it.
+        temp.persist(&path).map_err(|e| write_error(e.error))?;
     }
     Ok(ManagedRef {
         id,
         path,
         bytes: size,
     })
+}
+
+/// Above this size, hashing is split across threads: large outputs are hashed on every core.
+const PARALLEL_HASH_THRESHOLD: usize = 1024 * 1024;
+
+/// The lowercase blake3 hex of `bytes`, the output's name in the store.
+fn content_hash(bytes: &[u8]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    if bytes.len() >= PARALLEL_HASH_THRESHOLD {
+        hasher.update_rayon(bytes);
+    } else {
+        hasher.update(bytes);
+    }
+    hasher.finalize().to_hex().to_string()
 }
 
 /// If `path` already holds an output of `size` bytes, sets its modification time to now and
@@ -191,16 +210,14 @@ fn refresh_existing(path: &Path, size: u64) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Writes `bytes` to a temporary file in `dir` and renames it to `path`.
-fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Writes `bytes` to a new temporary file in `dir`, to be renamed into place.
+fn write_temp(dir: &Path, bytes: &[u8]) -> io::Result<tempfile::NamedTempFile> {
     let mut temp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
         .tempfile_in(dir)?;
     temp.write_all(bytes)?;
     temp.flush()?;
-    // On failure the returned temporary file is dropped, which deletes it.
-    temp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    Ok(temp)
 }
 
 /// True for a name made of exactly 64 lowercase hex digits: a blake3 hash.
