@@ -6,13 +6,14 @@
 //! persisted to `proptest-regressions/laws.txt` (relative to the package root, which is cargo's
 //! working directory for integration tests).
 
+use crate::support::{law_config, runtime};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
 use proptest::sample::{Index, subsequence};
-use proptest::test_runner::{FileFailurePersistence, TestCaseError};
+use proptest::test_runner::TestCaseError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
@@ -32,30 +33,8 @@ use tokio::sync::Notify;
 // Configuration and small helpers
 // ---------------------------------------------------------------------------------------------
 
-/// 64 cases per property by default; 2048 with `TACKLE_DEEP=1`.
-fn cases() -> u32 {
-    match std::env::var("TACKLE_DEEP") {
-        Ok(deep) if deep == "1" => 2048,
-        _ => 64,
-    }
-}
-
 fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: cases(),
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/laws.txt",
-        ))),
-        ..ProptestConfig::default()
-    }
-}
-
-/// Proptest bodies are synchronous; each case drives its futures on its own runtime.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current-thread runtime")
+    law_config("proptest-regressions/laws.txt")
 }
 
 fn count(counter: &AtomicUsize) -> usize {

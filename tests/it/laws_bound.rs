@@ -8,10 +8,11 @@
 //! produce: below the marker's own size, the bound shows the marker alone (see the core's
 //! `byte_limit_below_the_marker_yields_only_the_marker`).
 
+use crate::support::{law_config, runtime};
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use proptest::test_runner::{FileFailurePersistence, TestCaseError};
+use proptest::test_runner::TestCaseError;
 use serde_json::Value;
 use tackle::{EchoInput, Harness, cx};
 use tackle_core::{
@@ -23,29 +24,8 @@ use tackle_registry::{
 };
 use tackle_store::MemoryOutputStore;
 
-/// 64 cases per property by default; 2048 with `TACKLE_DEEP=1`.
-fn cases() -> u32 {
-    match std::env::var("TACKLE_DEEP") {
-        Ok(deep) if deep == "1" => 2048,
-        _ => 64,
-    }
-}
-
 fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: cases(),
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/laws_bound.txt",
-        ))),
-        ..ProptestConfig::default()
-    }
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current-thread runtime")
+    law_config("proptest-regressions/laws_bound.txt")
 }
 
 /// How the generated text reaches the model.

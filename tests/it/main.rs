@@ -6,4 +6,5 @@ mod laws;
 mod laws_bound;
 mod registry;
 mod settlement;
+mod support;
 mod tidy;

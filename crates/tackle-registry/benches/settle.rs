@@ -8,41 +8,12 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use futures_util::future::BoxFuture;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use tackle_core::{
-    CallIdentity, CancellationToken, Context, Journal, JournalError, SettlementRecord, Tool,
-    ToolFailure,
-};
+use tackle_core::{CallIdentity, CancellationToken, Context, Tool};
 use tackle_registry::{AllTools, Location, SettlementConfig, ToolCall, ToolRegistry, ToolSet};
 use tackle_store::MemoryOutputStore;
 
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-struct Echo {
-    text: String,
-    repeat: u32,
-    tags: Vec<String>,
-    loud: bool,
-}
-
-/// About 100 bytes of arguments, echoed back as about 100 bytes of output.
-const ARGUMENTS: &str = r#"{"text":"the quick brown fox jumps over the lazy dog","repeat":3,"tags":["alpha","beta","gamma"],"loud":false}"#;
-
-async fn echo(input: Echo) -> Result<Echo, ToolFailure> {
-    Ok(input)
-}
-
-/// Discards records, so the benchmark measures settlement rather than journal growth. The
-/// durable journal has its own benchmark in tackle-store.
-struct DiscardJournal;
-
-impl Journal for DiscardJournal {
-    fn record(&self, record: SettlementRecord) -> BoxFuture<'static, Result<(), JournalError>> {
-        drop(record);
-        Box::pin(async { Ok(()) })
-    }
-}
+mod support;
+use support::{ARGUMENTS, DiscardJournal, Echo, echo};
 
 fn context() -> Context {
     Context::new(

@@ -4,33 +4,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::future::BoxFuture;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use tackle_core::{
-    CallIdentity, CancellationToken, Context, Journal, JournalError, SettlementRecord, Tool,
-    ToolFailure,
-};
+use tackle_core::{CallIdentity, CancellationToken, Context, Tool};
 use tackle_registry::{AllTools, Location, SettlementConfig, ToolCall, ToolRegistry, ToolSet};
 use tackle_store::MemoryOutputStore;
 
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-struct Echo {
-    text: String,
-    repeat: u32,
-    tags: Vec<String>,
-    loud: bool,
-}
-
-const ARGUMENTS: &str = r#"{"text":"the quick brown fox jumps over the lazy dog","repeat":3,"tags":["alpha","beta","gamma"],"loud":false}"#;
-
-struct DiscardJournal;
-
-impl Journal for DiscardJournal {
-    fn record(&self, _: SettlementRecord) -> BoxFuture<'static, Result<(), JournalError>> {
-        Box::pin(async { Ok(()) })
-    }
-}
+#[path = "../benches/support/mod.rs"]
+mod support;
+use support::{ARGUMENTS, DiscardJournal, echo};
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -40,9 +20,7 @@ fn main() {
     let config =
         SettlementConfig::new(Arc::new(MemoryOutputStore::new()), Arc::new(DiscardJournal));
     let location = Location::new("/ws", &process, config);
-    let tool = Tool::new("Echo.", |input: Echo, _cx| async move {
-        Ok::<_, ToolFailure>(input)
-    });
+    let tool = Tool::new("Echo.", |input, _cx| echo(input));
     let _reg = location
         .register(ToolSet::new().with("echo", tool))
         .unwrap();
