@@ -4,6 +4,7 @@ mod bounding;
 mod journal;
 mod laws;
 mod laws_bound;
+mod permission;
 mod registry;
 mod settlement;
 mod support;

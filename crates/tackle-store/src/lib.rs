@@ -59,10 +59,12 @@
 
 #![deny(missing_docs)]
 
+mod approvals;
 mod fs_store;
 mod journal;
 mod memory;
 
+pub use approvals::SqliteSavedApprovals;
 pub use fs_store::{DEFAULT_RETENTION, FsOutputStore, SweepReport};
 pub use journal::{Durability, MAX_BATCH, SqliteJournal};
 pub use memory::{MemoryJournal, MemoryOutputStore};

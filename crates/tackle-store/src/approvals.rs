@@ -1,0 +1,130 @@
+//! Saved approvals in SQLite: the "always" answers of the user, per project, kept in the same
+//! database file as the settlement journal.
+//!
+//! The store opens its own connection on the journal's file. The database runs in WAL mode, so
+//! this connection and the journal's writer and reader work side by side; a save that meets the
+//! journal's write lock waits for it (up to the busy timeout) rather than failing.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, params};
+use tackle_permission::SavedApprovals;
+
+use crate::SqliteJournal;
+
+/// How long a statement waits for another connection's lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS approvals (
+    project TEXT NOT NULL,
+    permission TEXT NOT NULL,
+    pattern TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    UNIQUE (project, permission, pattern)
+) STRICT;
+";
+
+const INSERT: &str = "
+INSERT OR IGNORE INTO approvals (project, permission, pattern, created_at_ms)
+VALUES (?1, ?2, ?3, ?4)";
+
+const SELECT: &str = "SELECT permission, pattern FROM approvals WHERE project = ?1 ORDER BY rowid";
+
+/// Saved approvals in a SQLite database, usually the journal's own file.
+///
+/// Be careful when:
+/// - calling [`save`](SavedApprovals::save) or [`load`](SavedApprovals::load) on an async
+///   runtime: both are short blocking database calls.
+pub struct SqliteSavedApprovals {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl SqliteSavedApprovals {
+    /// Opens (or creates) the approvals table in the database at `path`, creating missing parent
+    /// directories. Pass the journal's [`path`](SqliteJournal::path) to share its file.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, String> {
+        let path = path.as_ref().to_path_buf();
+        let failed = |action: &str, e: &dyn std::fmt::Display| {
+            format!("cannot {action} saved approvals {}: {e}", path.display())
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| failed("create the directory of", &e))?;
+        }
+        let conn = Connection::open(&path).map_err(|e| failed("open", &e))?;
+        prepare(&conn).map_err(|e| failed("initialize", &e))?;
+        Ok(Self {
+            path,
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// The journal's default location, where approvals are kept by default.
+    pub fn default_path() -> Option<PathBuf> {
+        SqliteJournal::default_path()
+    }
+
+    /// Where these approvals live.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn failed(&self, action: &str, e: rusqlite::Error) -> String {
+        format!(
+            "cannot {action} saved approvals {}: {e}",
+            self.path.display()
+        )
+    }
+}
+
+/// Sets the connection up and creates the table. Leaves `user_version` to the journal.
+fn prepare(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // A no-op when the journal already switched the file to WAL.
+    let _mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.execute_batch(SCHEMA)
+}
+
+impl SavedApprovals for SqliteSavedApprovals {
+    fn load(&self, project: &str) -> Result<Vec<(String, String)>, String> {
+        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let read = || -> rusqlite::Result<Vec<(String, String)>> {
+            let mut statement = conn.prepare_cached(SELECT)?;
+            let rows = statement.query_map([project], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            rows.collect()
+        };
+        read().map_err(|e| self.failed("read", e))
+    }
+
+    fn save(&self, project: &str, permission: &str, pattern: &str) -> Result<(), String> {
+        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        conn.prepare_cached(INSERT)
+            .and_then(|mut insert| insert.execute(params![project, permission, pattern, now_ms()]))
+            .map(drop)
+            .map_err(|e| self.failed("write", e))
+    }
+}
+
+impl std::fmt::Debug for SqliteSavedApprovals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteSavedApprovals")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Milliseconds since the Unix epoch; 0 if the clock is before it.
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests;
