@@ -65,6 +65,7 @@ fn the_managed_output_directory_is_readable_without_an_external_directory_prompt
         managed_output_dir: Some(dir.clone()),
         temp_dir: Some("/tmp".to_owned()),
         extra_allowed_dirs: Vec::new(),
+        plans_dir: None,
     };
     let build = preset("build", &context).unwrap();
     let inside = format!("{dir}/{}", "ab".repeat(32));

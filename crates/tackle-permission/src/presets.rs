@@ -32,6 +32,8 @@ pub struct PresetContext {
     /// Further directories outside the Location that need no `external_directory` approval
     /// (skill directories, configured reference directories).
     pub extra_allowed_dirs: Vec<String>,
+    /// Where the plan agent keeps plans outside the Location; it may write `*.md` there.
+    pub plans_dir: Option<String>,
 }
 
 impl PresetContext {
@@ -146,7 +148,21 @@ pub fn preset(name: &str, ctx: &PresetContext) -> Option<Agent> {
                 rule("task", "general", Action::Deny),
                 rule("edit", "*", Action::Deny),
                 rule("edit", ".opencode/plans/*.md", Action::Allow),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                ctx.plans_dir
+                    .iter()
+                    .filter(|d| !d.is_empty())
+                    .flat_map(|dir| {
+                        let dir = dir.trim_end_matches('/');
+                        [
+                            rule("external_directory", &format!("{dir}/*"), Action::Allow),
+                            rule("edit", &format!("{dir}/*.md"), Action::Allow),
+                        ]
+                    }),
+            )
+            .collect(),
         ),
         "general" => (
             "A general-purpose subagent for multi-step research and changes.",

@@ -8,7 +8,33 @@ fn ctx() -> PresetContext {
         managed_output_dir: Some("/data/tool-output".to_owned()),
         temp_dir: Some("/tmp".to_owned()),
         extra_allowed_dirs: vec!["/home/me/skills/review".to_owned(), String::new()],
+        plans_dir: Some("/data/plans/".to_owned()),
     }
+}
+
+#[test]
+fn plan_may_write_plans_in_its_plans_directory_and_nothing_else_outside() {
+    let plan = agent("plan");
+    let cases = [
+        ("external_directory", "/data/plans/*", Action::Allow),
+        ("edit", "/data/plans/roadmap.md", Action::Allow),
+        ("edit", "/data/plans/notes.txt", Action::Deny),
+        ("edit", "src/main.rs", Action::Deny),
+        ("external_directory", "/data/other/*", Action::Ask),
+    ];
+    for (permission, resource, expected) in cases {
+        assert_eq!(
+            plan.rules.evaluate(permission, resource),
+            expected,
+            "{permission} {resource}"
+        );
+    }
+    // Without a plans directory, nothing outside the Location is opened up.
+    let bare = preset("plan", &PresetContext::default()).unwrap();
+    assert_eq!(
+        bare.rules.evaluate("edit", "/data/plans/roadmap.md"),
+        Action::Deny
+    );
 }
 
 fn agent(name: &str) -> Agent {
