@@ -1,6 +1,7 @@
 //! Settlement: resolve, decode, execute, encode, project, bound and record one call.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use quanta::Instant;
@@ -8,9 +9,9 @@ use quanta::Instant;
 use serde::Serialize;
 use serde_json::Value;
 use tackle_core::{
-    Arguments, CallIdentity, Content, Context, InvocationOutcome, JournalError, LimitsOverride,
-    ManagedRef, OutcomeKind, PhaseTimings, RetentionError, SettlementRecord, ToolOutput,
-    bound_output,
+    AnyTool, Arguments, CallIdentity, Content, Context, InvocationOutcome, JournalError,
+    LimitsOverride, ManagedRef, OutcomeKind, PhaseTimings, RetentionError, SettlementRecord,
+    ToolDefinition, ToolOutput, bound_output,
 };
 use tracing::Instrument;
 
@@ -174,49 +175,44 @@ impl Settlement {
     /// What the provider should receive as this call's result, or `None` when the outcome is for
     /// the host (interruption, defects).
     pub fn model_result(&self) -> Option<ModelResult> {
+        self.view().map(|view| ModelResult {
+            is_error: view.is_error,
+            content: view.content.to_vec(),
+            structured: view.structured.cloned(),
+        })
+    }
+
+    /// The model result borrowed from the outcome; the journal serializes it without a clone.
+    fn view(&self) -> Option<ModelResultView<'_>> {
         match &self.outcome {
-            Outcome::Success(output) => Some(ModelResult {
+            Outcome::Success(output) => Some(ModelResultView {
                 is_error: false,
-                content: output.content.clone(),
-                structured: Some(output.structured.clone()),
+                content: &output.content,
+                structured: Some(&output.structured),
             }),
-            Outcome::Error(error) => Some(ModelResult {
+            Outcome::Error(error) => Some(ModelResultView {
                 is_error: true,
-                content: error.content.clone(),
+                content: &error.content,
                 structured: None,
             }),
             Outcome::Interrupted | Outcome::Defect(_) => None,
         }
     }
+
+    fn model_result_json(&self) -> Option<String> {
+        // Content and JSON values always serialize.
+        self.view()
+            .and_then(|view| serde_json::to_string(&view).ok())
+    }
 }
 
-/// A borrowed [`ModelResult`], serialized into the journal without cloning the output.
+/// A borrowed [`ModelResult`]; it serializes to the same JSON.
 #[derive(Serialize)]
 struct ModelResultView<'a> {
     is_error: bool,
     content: &'a [Content],
     #[serde(skip_serializing_if = "Option::is_none")]
     structured: Option<&'a Value>,
-}
-
-impl Settlement {
-    fn model_result_json(&self) -> Option<String> {
-        let view = match &self.outcome {
-            Outcome::Success(output) => ModelResultView {
-                is_error: false,
-                content: &output.content,
-                structured: Some(&output.structured),
-            },
-            Outcome::Error(error) => ModelResultView {
-                is_error: true,
-                content: &error.content,
-                structured: None,
-            },
-            Outcome::Interrupted | Outcome::Defect(_) => return None,
-        };
-        // Content and JSON values always serialize.
-        serde_json::to_string(&view).ok()
-    }
 }
 
 impl fmt::Display for Settlement {
@@ -229,6 +225,20 @@ impl fmt::Display for Settlement {
             self.outcome.kind().as_str()
         )
     }
+}
+
+/// A call's name resolved to the registration its turn advertised.
+struct Resolved {
+    registration: RegistrationId,
+    tool: AnyTool,
+    definition: Arc<ToolDefinition>,
+}
+
+/// Why a call's name did not resolve, as a model-facing error.
+struct Unresolved {
+    kind: ModelErrorKind,
+    registration: Option<RegistrationId>,
+    message: String,
 }
 
 impl Turn {
@@ -275,12 +285,25 @@ impl Turn {
         let resolved = self.resolve(&name);
         timings.resolve = started.elapsed();
 
-        let (registration, tool, definition) = match resolved {
+        let Resolved {
+            registration,
+            tool,
+            definition,
+        } = match resolved {
             Ok(found) => found,
-            Err((kind, registration, text)) => {
-                let result = self.model_error(kind, text, None, &call_limits, &cx).await;
+            Err(unresolved) => {
+                let result = self
+                    .model_error(unresolved.kind, unresolved.message, None, &call_limits, &cx)
+                    .await;
                 return self
-                    .finish(identity, name, registration, result, timings, started_at_ms)
+                    .finish(
+                        identity,
+                        name,
+                        unresolved.registration,
+                        result,
+                        timings,
+                        started_at_ms,
+                    )
                     .await;
             }
         };
@@ -338,42 +361,34 @@ impl Turn {
     }
 
     /// Looks `name` up in the turn, then in the live registry.
-    #[allow(clippy::type_complexity)]
-    fn resolve(
-        &self,
-        name: &str,
-    ) -> Result<
-        (
-            RegistrationId,
-            tackle_core::AnyTool,
-            std::sync::Arc<tackle_core::ToolDefinition>,
-        ),
-        (ModelErrorKind, Option<RegistrationId>, String),
-    > {
+    fn resolve(&self, name: &str) -> Result<Resolved, Unresolved> {
         let Some(advertised) = self.get(name) else {
-            return Err((ModelErrorKind::Unknown, None, self.unknown_message(name)));
+            return Err(Unresolved {
+                kind: ModelErrorKind::Unknown,
+                registration: None,
+                message: self.unknown_message(name),
+            });
         };
-        let advertised_id = advertised.registration();
+        let registration = advertised.registration();
+        let stale = |message: String| Unresolved {
+            kind: ModelErrorKind::Stale,
+            registration: Some(registration),
+            message,
+        };
         match self.inner.location.effective(name) {
-            Some(entry) if entry.identity == advertised_id => {
-                Ok((advertised_id, entry.tool, advertised.definition().clone()))
-            }
-            Some(_) => Err((
-                ModelErrorKind::Stale,
-                Some(advertised_id),
-                format!(
-                    "Tool `{name}` was replaced after this turn began, so the call was not run. \
-                     Call it again in the next turn."
-                ),
-            )),
-            None => Err((
-                ModelErrorKind::Stale,
-                Some(advertised_id),
-                format!(
-                    "Tool `{name}` was removed after this turn began, so the call was not run. \
-                     Do not call it again unless a later turn offers it."
-                ),
-            )),
+            Some(entry) if entry.identity == registration => Ok(Resolved {
+                registration,
+                tool: entry.tool,
+                definition: advertised.definition().clone(),
+            }),
+            Some(_) => Err(stale(format!(
+                "Tool `{name}` was replaced after this turn began, so the call was not run. \
+                 Call it again in the next turn."
+            ))),
+            None => Err(stale(format!(
+                "Tool `{name}` was removed after this turn began, so the call was not run. \
+                 Do not call it again unless a later turn offers it."
+            ))),
         }
     }
 
