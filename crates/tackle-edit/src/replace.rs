@@ -230,23 +230,29 @@ pub fn replace(
     new: &str,
     replace_all: bool,
 ) -> Result<Replaced, EditError> {
-    if old.is_empty() {
-        return Err(EditError::EmptyOld);
-    }
-    if old == new {
-        return Err(EditError::NoChange);
-    }
-    let exact = strategies::exact(content, old);
-    if !exact.is_empty() {
-        return apply(
-            content,
-            exact,
-            Strategy::Simple,
-            None,
-            new,
-            replace_all,
-            false,
-        );
+    // Checks the pair, then tries the literal text; `None` means no exact match.
+    let exact_attempt = |old: &str, new: &str, stripped: bool| {
+        if old.is_empty() {
+            return Some(Err(EditError::EmptyOld));
+        }
+        if old == new {
+            return Some(Err(EditError::NoChange));
+        }
+        let exact = strategies::exact(content, old);
+        (!exact.is_empty()).then(|| {
+            apply(
+                content,
+                exact,
+                Strategy::Simple,
+                None,
+                new,
+                replace_all,
+                stripped,
+            )
+        })
+    };
+    if let Some(result) = exact_attempt(old, new, false) {
+        return result;
     }
 
     // Line-number prefixes are only considered once the literal text has failed.
@@ -255,25 +261,8 @@ pub fn replace(
         Some((o, n)) => (o.as_str(), n.as_str(), true),
         None => (old, new, false),
     };
-    if was_stripped {
-        if old.is_empty() {
-            return Err(EditError::EmptyOld);
-        }
-        if old == new {
-            return Err(EditError::NoChange);
-        }
-        let exact = strategies::exact(content, old);
-        if !exact.is_empty() {
-            return apply(
-                content,
-                exact,
-                Strategy::Simple,
-                None,
-                new,
-                replace_all,
-                true,
-            );
-        }
+    if was_stripped && let Some(result) = exact_attempt(old, new, true) {
+        return result;
     }
 
     if old.trim().is_empty() {
