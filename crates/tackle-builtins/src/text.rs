@@ -382,13 +382,8 @@ pub enum ReadError {
 pub const EMPTY_FILE_NOTE: &str = "The file is empty.";
 
 /// Counts lines the way [`format_lines`] numbers them: a final newline does not start a new line.
-pub fn count_lines(text: &str) -> usize {
-    if text.is_empty() {
-        return 0;
-    }
-    let newlines = text.bytes().filter(|&b| b == b'\n').count();
-    newlines + usize::from(!text.ends_with('\n'))
-}
+/// It is the settlement bound's own count, so read windows and truncation markers agree.
+pub use tackle_core::count_lines;
 
 /// Formats a window of `text` as `{n:>6}\t{line}` rows with a footer telling how to go on.
 ///
