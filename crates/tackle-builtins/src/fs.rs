@@ -13,9 +13,7 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex as StdMutex};
 
-use tackle_permission::{
-    TargetKind, external_directory_pattern, is_absolute_path, resolve_in_location,
-};
+use tackle_permission::{TargetKind, external_directory_pattern, resolve_in_location};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 mod tracking;
@@ -73,26 +71,6 @@ pub enum ChangeKind {
 /// A filesystem failure, worded for the model: what happened, then what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
-    /// A relative path climbed out of the Location root.
-    #[error(
-        "`{path}` climbs out of the working directory. Use a path inside it, or an absolute path \
-         if you really mean a file outside it."
-    )]
-    RelativeEscape {
-        /// The path as given.
-        path: String,
-    },
-    /// A path inside the Location leads outside it through a symlink.
-    #[error(
-        "`{path}` is inside the working directory but a symlink leads it to `{target}`, outside \
-         it. Use the absolute path `{target}` if you mean to reach that file."
-    )]
-    SymlinkEscape {
-        /// The path as seen inside the Location.
-        path: String,
-        /// Where it really leads.
-        target: String,
-    },
     /// The nearest existing ancestor of a missing path is not a directory.
     #[error(
         "`{ancestor}` is a file, not a directory, so `{path}` cannot exist below it. Choose a \
@@ -204,10 +182,10 @@ impl LocationFs {
 
     /// Resolves `path` as the model gave it: relative paths join the root, absolute ones stay.
     ///
-    /// A relative path that climbs out of the root is refused, as is a path inside the root that
-    /// leads outside through a symlink. An absolute path outside the root is allowed and carries
-    /// the `external_directory` pattern to ask for. A missing path is anchored at its nearest
-    /// existing ancestor, which must be a directory.
+    /// Whatever lands outside the root, whether by an absolute path, by climbing out with `..`,
+    /// or through a symlink inside the root that leads outside, comes back external: `relative`
+    /// is `None` and `external_directory` names the scope of the *real* location to ask for. A
+    /// missing path is anchored at its nearest existing ancestor, which must be a directory.
     pub async fn resolve(&self, path: &str) -> Result<Resolved, FsError> {
         let this = self.clone();
         let path = path.to_owned();
@@ -216,12 +194,6 @@ impl LocationFs {
 
     fn resolve_blocking(&self, given: &str) -> Result<Resolved, FsError> {
         let lexical = resolve_in_location(&self.inner.root_str, given);
-        let relative_input = !is_absolute_path(given);
-        if relative_input && lexical.relative_to_root.is_none() {
-            return Err(FsError::RelativeEscape {
-                path: given.to_owned(),
-            });
-        }
         let shown = lexical
             .relative_to_root
             .clone()
@@ -240,13 +212,8 @@ impl LocationFs {
         };
 
         let canonical_str = slashed(&canonical);
+        // Containment is judged on the real path, so `..` and symlinks cannot hide an escape.
         let relative = resolve_in_location(&self.inner.root_str, &canonical_str).relative_to_root;
-        if lexical.relative_to_root.is_some() && relative.is_none() {
-            return Err(FsError::SymlinkEscape {
-                path: shown,
-                target: canonical_str,
-            });
-        }
         let external_directory = relative.is_none().then(|| {
             let kind = if is_dir {
                 TargetKind::Directory

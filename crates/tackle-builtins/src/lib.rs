@@ -20,6 +20,10 @@
 #![deny(missing_docs)]
 
 pub mod fs;
+pub mod gate;
+pub mod text;
+pub mod tools;
 
 pub use fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved, StaleRead, WriteReport};
-pub mod text;
+pub use gate::{Ask, Gate};
+pub use tools::{FileToolOptions, ToolEnv, file_tools};

@@ -489,3 +489,93 @@ fn human_bytes(n: usize) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// Applies the change from `old_lf` to `new_lf` to `raw`, keeping the bytes of every line the
+/// change did not touch.
+///
+/// `old_lf` must be [`to_lf`] of `raw`. Lines equal in both keep their original ending (so a
+/// mixed file stays mixed); inserted and changed lines take the file's dominant ending. Lines are
+/// matched by a line diff, so the result differs from `raw` only where `new_lf` differs from
+/// `old_lf`.
+pub fn splice_line_endings(raw: &str, old_lf: &str, new_lf: &str) -> String {
+    let style = detect_line_endings(raw);
+    match style {
+        LineEndings::Lf | LineEndings::None => return new_lf.to_owned(),
+        LineEndings::Crlf => return restore(new_lf, &style),
+        LineEndings::Mixed { .. } => {}
+    }
+    let newline = style.dominant();
+    let raw_lines: Vec<&str> = raw.split_inclusive('\n').collect();
+    let diff = similar::TextDiff::configure()
+        .algorithm(similar::Algorithm::Myers)
+        .diff_lines(old_lf, new_lf);
+    let new_lines: Vec<&str> = new_lf.split_inclusive('\n').collect();
+    let mut out = String::with_capacity(new_lf.len() + new_lf.len() / 16);
+    for op in diff.ops() {
+        match *op {
+            similar::DiffOp::Equal { old_index, len, .. } => {
+                for line in &raw_lines[old_index..old_index + len] {
+                    out.push_str(line);
+                }
+            }
+            similar::DiffOp::Delete { .. } => {}
+            similar::DiffOp::Insert {
+                new_index, new_len, ..
+            }
+            | similar::DiffOp::Replace {
+                new_index, new_len, ..
+            } => {
+                for line in &new_lines[new_index..new_index + new_len] {
+                    match line.strip_suffix('\n') {
+                        Some(body) => {
+                            out.push_str(body);
+                            out.push_str(newline);
+                        }
+                        None => out.push_str(line),
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A unified diff of two LF texts with `path` in its headers, and the counts of added and
+/// removed lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextChange {
+    /// The unified diff (empty when the texts are equal).
+    pub diff: String,
+    /// Lines added.
+    pub additions: usize,
+    /// Lines removed.
+    pub deletions: usize,
+}
+
+/// Diffs `old` against `new` (LF texts) line by line, with three lines of context.
+pub fn text_change(path: &str, old: &str, new: &str) -> TextChange {
+    let diff = similar::TextDiff::configure()
+        .algorithm(similar::Algorithm::Myers)
+        .diff_lines(old, new);
+    let (mut additions, mut deletions) = (0, 0);
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            similar::ChangeTag::Insert => additions += 1,
+            similar::ChangeTag::Delete => deletions += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    let diff = if additions + deletions == 0 {
+        String::new()
+    } else {
+        diff.unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .to_string()
+    };
+    TextChange {
+        diff,
+        additions,
+        deletions,
+    }
+}

@@ -43,7 +43,7 @@ pub use failure::ToolFailure;
 pub use ids::{AgentId, CallId, CallIdentity, MessageId, SessionId};
 pub use ports::{
     Journal, JournalError, ManagedRef, OutcomeKind, OutputStore, ParseOutcomeKindError,
-    PhaseTimings, RetentionError, SettlementRecord,
+    PhaseTimings, RetentionError, SessionState, SessionStateError, SettlementRecord,
 };
 pub use tool::{AnyTool, Invocation, InvocationOutcome, InvocationTimings, Tool, ToolDefinition};
 

@@ -1,6 +1,7 @@
-//! The ports settlement needs from the outside world: managed output storage and the journal.
+//! The ports tackle needs from the outside world: managed output storage, the journal and session state.
 //!
-//! Core defines them; `tackle-store` implements them; the host wires one of each into a registry.
+//! Core defines them; `tackle-store` implements them; the host wires one of each into a registry
+//! (output store, journal) or into the built-in tools (session state).
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -189,6 +190,31 @@ pub struct JournalError(pub String);
 pub trait Journal: Send + Sync + 'static {
     /// Records one settlement.
     fn record(&self, record: SettlementRecord) -> BoxFuture<'static, Result<(), JournalError>>;
+}
+
+/// Why session state could not be read or written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("session state is unavailable: {0}")]
+pub struct SessionStateError(pub String);
+
+/// Small per-session facts that must outlive one process: which file contents a session has read,
+/// which instruction files it has been shown, its todo list.
+///
+/// Keys are namespaced by the caller (`read:<path>`, `todo`, …); values are short strings. A host
+/// that runs one process per agent session can use an in-memory store; the `tackle` CLI keeps them
+/// in the journal's database, so consecutive calls with one session id behave as one session.
+///
+/// Be careful when:
+/// - implementing it over a database. Calls are synchronous and made from async tasks, so each
+///   must be short: one indexed lookup or one upsert.
+/// - reading after writing. A `get` must see every `put` of the same key that returned `Ok`,
+///   from any clone of the store.
+pub trait SessionState: Send + Sync + 'static {
+    /// The value stored under `key` for `session`, if any.
+    fn get(&self, session: &str, key: &str) -> Result<Option<String>, SessionStateError>;
+
+    /// Stores `value` under `key` for `session`, or removes the key when `value` is `None`.
+    fn put(&self, session: &str, key: &str, value: Option<&str>) -> Result<(), SessionStateError>;
 }
 
 #[cfg(test)]

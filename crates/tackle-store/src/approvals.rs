@@ -48,14 +48,7 @@ impl SqliteSavedApprovals {
     /// directories. Pass the journal's [`path`](SqliteJournal::path) to share its file.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, String> {
         let path = path.as_ref().to_path_buf();
-        let failed = |action: &str, e: &dyn std::fmt::Display| {
-            format!("cannot {action} saved approvals {}: {e}", path.display())
-        };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| failed("create the directory of", &e))?;
-        }
-        let conn = Connection::open(&path).map_err(|e| failed("open", &e))?;
-        prepare(&conn).map_err(|e| failed("initialize", &e))?;
+        let conn = open_side_connection(&path, "saved approvals", SCHEMA)?;
         Ok(Self {
             path,
             conn: Mutex::new(conn),
@@ -80,14 +73,31 @@ impl SqliteSavedApprovals {
     }
 }
 
-/// Sets the connection up and creates the table. Leaves `user_version` to the journal.
-fn prepare(conn: &Connection) -> rusqlite::Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    // A no-op when the journal already switched the file to WAL.
-    let _mode: String =
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.execute_batch(SCHEMA)
+/// Opens a connection beside the journal's on the database at `path` (creating missing parent
+/// directories) and creates `schema`. `what` names the data in errors. Leaves `user_version` to
+/// the journal.
+pub(crate) fn open_side_connection(
+    path: &Path,
+    what: &str,
+    schema: &str,
+) -> Result<Connection, String> {
+    let failed = |action: &str, e: &dyn std::fmt::Display| {
+        format!("cannot {action} {what} {}: {e}", path.display())
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| failed("create the directory of", &e))?;
+    }
+    let conn = Connection::open(path).map_err(|e| failed("open", &e))?;
+    let prepare = || -> rusqlite::Result<()> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // A no-op when the journal already switched the file to WAL.
+        let _mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(schema)
+    };
+    prepare().map_err(|e| failed("initialize", &e))?;
+    Ok(conn)
 }
 
 impl SavedApprovals for SqliteSavedApprovals {
@@ -119,7 +129,7 @@ impl std::fmt::Debug for SqliteSavedApprovals {
 }
 
 /// Milliseconds since the Unix epoch; 0 if the clock is before it.
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

@@ -63,11 +63,13 @@ mod approvals;
 mod fs_store;
 mod journal;
 mod memory;
+mod session;
 
 pub use approvals::SqliteSavedApprovals;
 pub use fs_store::{DEFAULT_RETENTION, FsOutputStore, SweepReport};
 pub use journal::{Durability, MAX_BATCH, SqliteJournal};
 pub use memory::{MemoryJournal, MemoryOutputStore};
+pub use session::{MemorySessionState, SqliteSessionState};
 
 /// The platform's per-user data directory joined with `tackle/<leaf>`.
 fn data_path(leaf: &str) -> Option<std::path::PathBuf> {

@@ -122,15 +122,22 @@ async fn dotdot_that_stays_inside_is_fine() {
 }
 
 #[tokio::test]
-async fn relative_escape_is_refused() {
+async fn relative_escape_is_external_and_scoped_at_the_real_directory() {
     let s = setup();
-    for given in ["../outside/x", "..", "a/../../x"] {
-        let err = s.fs.resolve(given).await.unwrap_err();
-        assert!(
-            matches!(&err, FsError::RelativeEscape { path } if path == given),
-            "{given}: {err:?}"
+    let parent = s.root().parent().unwrap().to_path_buf();
+    for (given, scope) in [
+        ("../outside/x", s.outside.clone()),
+        ("..", parent.clone()),
+        ("a/../../x", parent.clone()),
+    ] {
+        let r = s.fs.resolve(given).await.unwrap();
+        assert_eq!(r.relative, None, "{given}");
+        assert_eq!(
+            r.external_directory,
+            Some(format!("{}/*", slash(&scope))),
+            "{given}"
         );
-        assert!(err.to_string().contains("climbs out"));
+        assert!(r.display_name().starts_with('/'), "{given}");
     }
 }
 
@@ -182,28 +189,31 @@ async fn absolute_external_missing_file_asks_for_its_parent() {
 }
 
 #[tokio::test]
-async fn symlink_inside_pointing_outside_is_an_escape() {
+async fn symlink_inside_pointing_outside_is_external_at_its_target() {
     let s = setup();
     let target = s.outside.join("secret");
     std::fs::write(&target, "x").unwrap();
     symlink(&target, s.root().join("link")).unwrap();
-    let err = s.fs.resolve("link").await.unwrap_err();
-    match &err {
-        FsError::SymlinkEscape { path, target: t } => {
-            assert_eq!(path, "link");
-            assert_eq!(t, &slash(&target));
-        }
-        other => panic!("{other:?}"),
-    }
-    assert!(err.to_string().contains("symlink"));
+    let r = s.fs.resolve("link").await.unwrap();
+    assert_eq!(r.path, target);
+    assert_eq!(r.relative, None);
+    assert_eq!(
+        r.external_directory,
+        Some(format!("{}/*", slash(&s.outside)))
+    );
 }
 
 #[tokio::test]
-async fn missing_file_below_an_escaping_directory_link_is_an_escape() {
+async fn missing_file_below_an_escaping_directory_link_is_external() {
     let s = setup();
     symlink(&s.outside, s.root().join("out")).unwrap();
-    let err = s.fs.resolve("out/new/file.txt").await.unwrap_err();
-    assert!(matches!(err, FsError::SymlinkEscape { .. }), "{err:?}");
+    let r = s.fs.resolve("out/new/file.txt").await.unwrap();
+    assert_eq!(r.relative, None);
+    assert!(!r.exists);
+    assert_eq!(
+        r.external_directory,
+        Some(format!("{}/new/*", slash(&s.outside)))
+    );
 }
 
 #[tokio::test]

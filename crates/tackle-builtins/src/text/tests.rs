@@ -525,3 +525,61 @@ proptest! {
         prop_assert_eq!(d.encoding, encoding);
     }
 }
+
+#[test]
+fn splice_keeps_untouched_endings_of_a_mixed_file() {
+    let raw = "a\r\nb\nc\r\nd\n";
+    let old = to_lf(raw);
+    let new = old.replace("c\n", "C\nC2\n");
+    // CRLF is not dominant (2 vs 2), so new lines take LF; untouched lines keep theirs.
+    assert_eq!(splice_line_endings(raw, &old, &new), "a\r\nb\nC\nC2\nd\n");
+    let raw = "a\r\nb\r\nc\nd\r\n";
+    let new = to_lf(raw).replace("b\n", "B\n");
+    assert_eq!(
+        splice_line_endings(raw, &to_lf(raw), &new),
+        "a\r\nB\r\nc\nd\r\n"
+    );
+}
+
+#[test]
+fn splice_restores_pure_styles_and_keeps_a_missing_final_newline() {
+    assert_eq!(splice_line_endings("a\r\nb", "a\nb", "a\nB"), "a\r\nB");
+    assert_eq!(splice_line_endings("a\nb\n", "a\nb\n", "x\nb\n"), "x\nb\n");
+    assert_eq!(splice_line_endings("ab", "ab", "a\nb"), "a\nb");
+}
+
+#[test]
+fn text_change_counts_lines_and_names_the_path() {
+    let change = text_change("src/a.rs", "a\nb\nc\n", "a\nB\nc\nd\n");
+    assert_eq!((change.additions, change.deletions), (2, 1));
+    assert!(change.diff.starts_with("--- a/src/a.rs\n+++ b/src/a.rs\n"));
+    assert!(change.diff.contains("-b\n+B\n"));
+    assert_eq!(text_change("x", "same\n", "same\n").diff, "");
+}
+
+proptest! {
+    /// Splicing any line edit into any mixed file changes nothing but the edited lines.
+    #[test]
+    fn splice_round_trips_the_lf_view(
+        lines in proptest::collection::vec(("[a-c]{0,3}", proptest::bool::ANY), 1..12),
+        edit_at in 0usize..12,
+        replacement in "[x-z]{1,3}",
+    ) {
+        let raw: String = lines.iter().map(|(t, crlf)| format!("{t}{}", if *crlf { "\r\n" } else { "\n" })).collect();
+        let old = to_lf(&raw);
+        let mut new_lines: Vec<String> = old.split_inclusive('\n').map(str::to_owned).collect();
+        let at = edit_at % new_lines.len();
+        new_lines[at] = format!("{replacement}\n");
+        let new: String = new_lines.concat();
+        let spliced = splice_line_endings(&raw, &old, &new);
+        prop_assert_eq!(to_lf(&spliced), new);
+        let raw_lines: Vec<&str> = raw.split_inclusive('\n').collect();
+        let out_lines: Vec<&str> = spliced.split_inclusive('\n').collect();
+        prop_assert_eq!(raw_lines.len(), out_lines.len());
+        for (i, (a, b)) in raw_lines.iter().zip(&out_lines).enumerate() {
+            if i != at && to_lf(a) == to_lf(b) {
+                prop_assert_eq!(a, b);
+            }
+        }
+    }
+}

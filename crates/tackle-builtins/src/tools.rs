@@ -1,0 +1,159 @@
+//! The file tools (read, write, edit, multiedit, apply_patch, list) and the environment they share.
+//!
+//! Every tool is an ordinary [`Tool`](tackle_core::Tool) built from a [`ToolEnv`]: the Location
+//! filesystem service, the session read ledger, the permission [`Gate`] and the options. The host
+//! gets them as `(name, tool)` pairs from [`file_tools`] and registers them like any other tool.
+//!
+//! Each tool follows one order, so the same rules hold everywhere:
+//!
+//! 1. Reject degenerate arguments (an edit that changes nothing) before touching anything.
+//! 2. Resolve the path; outside the Location, ask `external_directory` first.
+//! 3. Refuse at once if a configured rule denies the tool's own permission, so a denied call
+//!    learns nothing about the file.
+//! 4. Lock the canonical path, read, check read freshness, plan the change in memory.
+//! 5. Ask the tool's permission with the diff as metadata.
+//! 6. Commit with compare-and-swap, then record the new content as read by the session.
+
+use std::fmt;
+use std::sync::Arc;
+
+use tackle_core::{AnyTool, Context, SessionState, ToolFailure};
+
+use crate::fs::{LocationFs, ReadTracker, Resolved};
+use crate::gate::Gate;
+
+mod apply_patch;
+mod edit;
+mod instructions;
+mod list;
+mod read;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+pub use apply_patch::{ApplyPatchInput, ApplyPatchOutput, PatchedFile};
+pub use edit::{EditInput, EditOutput, MultiEditInput, MultiEditOutput, OneEdit};
+pub use list::{ListInput, ListOutput};
+pub use read::{ReadInput, ReadKind, ReadOutput};
+pub use write::{WriteInput, WriteOutput};
+
+/// Options of the file tools. `Default` gives the documented behaviour.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileToolOptions {
+    /// Instruction files looked for by read, nearest first, in this order within a directory.
+    pub instruction_files: Vec<String>,
+    /// Whether writes to existing files need a fresh read by the session.
+    pub read_before_write: bool,
+    /// The most entries list shows.
+    pub list_limit: usize,
+    /// The largest image or PDF read returns, in bytes.
+    pub max_media_bytes: u64,
+}
+
+impl Default for FileToolOptions {
+    fn default() -> Self {
+        Self {
+            instruction_files: vec!["AGENTS.md".to_owned(), "CLAUDE.md".to_owned()],
+            read_before_write: true,
+            list_limit: 100,
+            max_media_bytes: 20 * 1024 * 1024,
+        }
+    }
+}
+
+/// What the file tools share: the Location, the read ledger, the permission gate and options.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct ToolEnv {
+    pub(crate) fs: LocationFs,
+    pub(crate) reads: ReadTracker,
+    pub(crate) gate: Gate,
+    pub(crate) options: Arc<FileToolOptions>,
+    pub(crate) instructions: instructions::Shown,
+}
+
+impl fmt::Debug for ToolEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolEnv")
+            .field("root", &self.fs.root())
+            .field("reads", &self.reads)
+            .field("gate", &self.gate)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl ToolEnv {
+    /// The environment of the Location served by `fs`: read tracking on and kept in memory, a
+    /// gate that allows everything, default options.
+    pub fn new(fs: LocationFs) -> Self {
+        Self {
+            fs,
+            reads: ReadTracker::new(),
+            gate: Gate::allow_all(),
+            options: Arc::new(FileToolOptions::default()),
+            instructions: instructions::Shown::default(),
+        }
+    }
+
+    /// Asks permissions through `gate`.
+    pub fn with_gate(mut self, gate: Gate) -> Self {
+        self.gate = gate;
+        self
+    }
+
+    /// Keeps session facts (reads, instruction files shown) in `state` as well as in memory, so
+    /// a session spans processes.
+    pub fn with_session_state(mut self, state: Arc<dyn SessionState>) -> Self {
+        if self.options.read_before_write {
+            self.reads = ReadTracker::persistent(state.clone());
+        }
+        self.instructions = instructions::Shown::persistent(state);
+        self
+    }
+
+    /// Sets the options. Turning `read_before_write` off disables read tracking.
+    pub fn with_options(mut self, options: FileToolOptions) -> Self {
+        if !options.read_before_write {
+            self.reads = ReadTracker::disabled();
+        }
+        self.options = Arc::new(options);
+        self
+    }
+
+    /// The Location filesystem service.
+    pub fn fs(&self) -> &LocationFs {
+        &self.fs
+    }
+
+    /// The session read ledger.
+    pub fn read_tracker(&self) -> &ReadTracker {
+        &self.reads
+    }
+
+    /// Resolves `path` and asks `external_directory` when it lies outside the Location.
+    pub(crate) async fn resolve(&self, cx: &Context, path: &str) -> Result<Resolved, ToolFailure> {
+        let target = self.fs.resolve(path).await.map_err(failure)?;
+        self.gate.external_directory(cx, &target).await?;
+        Ok(target)
+    }
+}
+
+/// The file tools, named as the model calls them: `read`, `write`, `edit`, `multiedit`,
+/// `apply_patch` and `list`.
+pub fn file_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
+    vec![
+        ("read", read::tool(env)),
+        ("write", write::tool(env)),
+        ("edit", edit::edit_tool(env)),
+        ("multiedit", edit::multiedit_tool(env)),
+        ("apply_patch", apply_patch::tool(env)),
+        ("list", list::tool(env)),
+    ]
+}
+
+/// A model-facing failure from any displayable error.
+pub(crate) fn failure(error: impl fmt::Display) -> ToolFailure {
+    ToolFailure::new(error.to_string())
+}

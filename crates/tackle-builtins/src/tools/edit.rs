@@ -1,0 +1,370 @@
+//! The edit and multiedit tools: exact-first string replacement, planned in memory, committed once.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+use tackle_edit::replace::{EditError, Strategy, replace};
+
+use super::read::suggest_siblings;
+use super::write::current_bytes;
+use super::{ToolEnv, failure};
+use crate::fs::{FsError, Resolved};
+use crate::gate::Ask;
+use crate::text::{self, Encoding};
+
+const EDIT_DESCRIPTION: &str = "Replace text in a file.\n\
+- oldString must match the file's text, including indentation; copy it from a fresh read, \
+without the line-number prefix. Give enough surrounding lines to make it unique, or set \
+replaceAll to change every occurrence.\n\
+- If no exact match exists, tolerant matching (trimmed lines, shifted indentation, …) is tried; \
+the result names the strategy used. A match is refused when it is ambiguous or much larger than \
+oldString.\n\
+- newString is inserted exactly as given.\n\
+- An empty oldString creates a new file with newString as its content.\n\
+- The file must have been read in this session and not changed since. It keeps its BOM, line \
+endings and permissions.";
+
+const MULTIEDIT_DESCRIPTION: &str = "Make several replacements in one file, all or nothing.\n\
+- edits apply in order, each to the result of the previous ones, with the same rules as edit.\n\
+- If any edit fails, nothing is written and the error names the failing edit.\n\
+- If the file does not exist, the first edit may have an empty oldString to create it.";
+
+/// Arguments of the edit tool.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EditInput {
+    /// The file to edit, relative to the working directory or absolute.
+    pub file_path: String,
+    /// The text to replace.
+    pub old_string: String,
+    /// The text to put in its place; must differ from oldString.
+    pub new_string: String,
+    /// Replace every occurrence instead of exactly one.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// One replacement of a multiedit.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OneEdit {
+    /// The text to replace.
+    pub old_string: String,
+    /// The text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of exactly one.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// Arguments of the multiedit tool.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MultiEditInput {
+    /// The file to edit, relative to the working directory or absolute.
+    pub file_path: String,
+    /// The replacements, applied in order.
+    pub edits: Vec<OneEdit>,
+}
+
+/// How one replacement matched.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EditMatch {
+    /// The matching strategy (`simple` is an exact match).
+    pub strategy: String,
+    /// How many places were replaced.
+    pub replacements: usize,
+    /// The 1-based line where the first replacement starts, in the text it was applied to.
+    pub first_line: usize,
+}
+
+/// The result of the edit tool.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EditOutput {
+    /// What the model reads.
+    pub output: String,
+    /// The file edited, relative to the working directory when inside it.
+    pub path: String,
+    /// How the replacement matched (absent when the edit created the file).
+    #[serde(rename = "match")]
+    pub matched: Option<EditMatch>,
+    /// True when the edit created the file.
+    pub created: bool,
+    /// Lines added.
+    pub additions: usize,
+    /// Lines removed.
+    pub deletions: usize,
+    /// A unified diff of the change.
+    pub diff: String,
+}
+
+/// The result of the multiedit tool.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MultiEditOutput {
+    /// What the model reads.
+    pub output: String,
+    /// The file edited, relative to the working directory when inside it.
+    pub path: String,
+    /// How each edit matched, in order (`null` for an edit that created the file).
+    pub matches: Vec<Option<EditMatch>>,
+    /// True when the edits created the file.
+    pub created: bool,
+    /// Lines added.
+    pub additions: usize,
+    /// Lines removed.
+    pub deletions: usize,
+    /// A unified diff of the change.
+    pub diff: String,
+}
+
+fn text_projection<I>(_: &I, output: &Value) -> Vec<Content> {
+    vec![Content::text(
+        output["output"].as_str().unwrap_or_default().to_owned(),
+    )]
+}
+
+pub(crate) fn edit_tool(env: &ToolEnv) -> AnyTool {
+    let env = env.clone();
+    Tool::new(EDIT_DESCRIPTION, move |input: EditInput, cx: Context| {
+        let env = env.clone();
+        async move {
+            let edits = vec![OneEdit {
+                old_string: input.old_string,
+                new_string: input.new_string,
+                replace_all: input.replace_all,
+            }];
+            let done = apply(&env, &cx, &input.file_path, &edits, Mode::Single).await?;
+            Ok(EditOutput {
+                output: done.output,
+                path: done.path,
+                matched: done.matches.into_iter().next().flatten(),
+                created: done.created,
+                additions: done.additions,
+                deletions: done.deletions,
+                diff: done.diff,
+            })
+        }
+    })
+    .with_projection(text_projection::<EditInput>)
+    .erase()
+}
+
+pub(crate) fn multiedit_tool(env: &ToolEnv) -> AnyTool {
+    let env = env.clone();
+    Tool::new(
+        MULTIEDIT_DESCRIPTION,
+        move |input: MultiEditInput, cx: Context| {
+            let env = env.clone();
+            async move {
+                if input.edits.is_empty() {
+                    return Err(ToolFailure::new(
+                        "edits is empty, so there is nothing to do. Give at least one edit.",
+                    ));
+                }
+                apply(&env, &cx, &input.file_path, &input.edits, Mode::Multi).await
+            }
+        },
+    )
+    .with_projection(text_projection::<MultiEditInput>)
+    .erase()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Single,
+    Multi,
+}
+
+impl Mode {
+    /// How an edit is named in errors: nothing for edit, `edits[i]` for multiedit.
+    fn label(self, index: usize) -> String {
+        match self {
+            Mode::Single => String::new(),
+            Mode::Multi => format!("edits[{index}]: "),
+        }
+    }
+}
+
+/// The file as it was before the edits.
+struct Before {
+    bytes: Option<Vec<u8>>,
+    raw: String,
+    encoding: Encoding,
+}
+
+async fn apply(
+    env: &ToolEnv,
+    cx: &Context,
+    file_path: &str,
+    edits: &[OneEdit],
+    mode: Mode,
+) -> Result<MultiEditOutput, ToolFailure> {
+    for (index, edit) in edits.iter().enumerate() {
+        if edit.old_string == edit.new_string {
+            return Err(labelled(mode, index, EditError::NoChange));
+        }
+    }
+    let target = env.resolve(cx, file_path).await?;
+    let name = target.display_name();
+    env.gate.refuse_if_denied(cx, "edit", &[name.clone()])?;
+    if target.path.is_dir() {
+        return Err(failure(FsError::IsADirectory { path: name }));
+    }
+    let guard = env.fs.lock(&target).await;
+    let before = match current_bytes(&guard).await? {
+        None if edits[0].old_string.is_empty() => Before {
+            bytes: None,
+            raw: String::new(),
+            encoding: Encoding::Utf8,
+        },
+        None => return Err(missing(&target, &name)),
+        Some(bytes) => {
+            let decoded = text::decode(&bytes).map_err(|e| {
+                ToolFailure::new(format!(
+                    "`{name}` is not UTF-8 or UTF-16 text ({e}), so it was not edited: \
+                     rewriting it could damage it."
+                ))
+            })?;
+            env.reads
+                .check_fresh(cx.session(), &target, &bytes)
+                .map_err(failure)?;
+            Before {
+                raw: decoded.text,
+                encoding: decoded.encoding,
+                bytes: Some(bytes),
+            }
+        }
+    };
+
+    let old_lf = text::to_lf(&before.raw);
+    let mut current = old_lf.clone();
+    let mut matches = Vec::with_capacity(edits.len());
+    for (index, edit) in edits.iter().enumerate() {
+        if index == 0 && before.bytes.is_none() {
+            current = text::to_lf(&edit.new_string);
+            matches.push(None);
+            continue;
+        }
+        let replaced = replace(
+            &current,
+            &text::to_lf(&edit.old_string),
+            &text::to_lf(&edit.new_string),
+            edit.replace_all,
+        )
+        .map_err(|e| labelled(mode, index, e))?;
+        matches.push(Some(EditMatch {
+            strategy: replaced.strategy.as_str().to_owned(),
+            replacements: replaced.replacements,
+            first_line: replaced.first_line,
+        }));
+        current = replaced.content;
+    }
+    let new_raw = match &before.bytes {
+        Some(_) => text::splice_line_endings(&before.raw, &old_lf, &current),
+        None => edits[0].new_string.clone(),
+    };
+    let bytes = text::encode(&new_raw, &before.encoding);
+    let change = text::text_change(&name, &old_lf, &current);
+
+    env.gate
+        .ask(
+            cx,
+            Ask::new("edit", [name.clone()])
+                .with_metadata(json!({ "filepath": name, "diff": change.diff })),
+        )
+        .await?;
+    guard
+        .write_if_unchanged(before.bytes.as_deref(), &bytes)
+        .await
+        .map_err(failure)?;
+    env.reads.record_read(cx.session(), &target, &bytes);
+
+    let created = before.bytes.is_none();
+    let output = summary(&name, created, &matches, &change);
+    Ok(MultiEditOutput {
+        output,
+        path: name,
+        matches,
+        created,
+        additions: change.additions,
+        deletions: change.deletions,
+        diff: change.diff,
+    })
+}
+
+fn labelled(mode: Mode, index: usize, error: EditError) -> ToolFailure {
+    let nothing = match mode {
+        Mode::Single => "",
+        Mode::Multi => " No edit was applied; the file is unchanged.",
+    };
+    ToolFailure::new(format!("{}{error}{nothing}", mode.label(index)))
+}
+
+fn missing(target: &Resolved, name: &str) -> ToolFailure {
+    let mut message = format!(
+        "`{name}` does not exist. To create it, use write, or edit with an empty oldString."
+    );
+    let suggestions = suggest_siblings(target, 3);
+    if !suggestions.is_empty() {
+        message.push_str("\n\nDid you mean one of these?");
+        for suggestion in suggestions {
+            message.push('\n');
+            message.push_str(&suggestion);
+        }
+    }
+    ToolFailure::new(message)
+}
+
+/// What the model reads after a successful edit: what changed, and how every match was found.
+/// A tolerant match shows the diff, so the model can check the edit landed where it meant.
+fn summary(
+    name: &str,
+    created: bool,
+    matches: &[Option<EditMatch>],
+    change: &text::TextChange,
+) -> String {
+    let mut out = if created {
+        format!("Created {name}")
+    } else {
+        format!("Edited {name}")
+    };
+    out.push_str(&format!(
+        " (+{} -{} lines).",
+        change.additions, change.deletions
+    ));
+    let many = matches.len() > 1;
+    let mut tolerant = false;
+    for (index, matched) in matches.iter().enumerate() {
+        let Some(m) = matched else { continue };
+        let exact = m.strategy == Strategy::Simple.as_str()
+            || m.strategy == Strategy::MultiOccurrence.as_str();
+        tolerant |= !exact;
+        if many || !exact || m.replacements > 1 {
+            let prefix = if many {
+                format!("\nedits[{index}]: ")
+            } else {
+                "\n".to_owned()
+            };
+            out.push_str(&format!(
+                "{prefix}{} replacement{} from line {}, matched {}.",
+                m.replacements,
+                if m.replacements == 1 { "" } else { "s" },
+                m.first_line,
+                if exact {
+                    "exactly".to_owned()
+                } else {
+                    format!("by the tolerant `{}` strategy", m.strategy)
+                }
+            ));
+        }
+    }
+    if tolerant && !change.diff.is_empty() {
+        out.push_str("\nCheck that the change is the one you meant:\n");
+        out.push_str(change.diff.trim_end());
+    }
+    out
+}

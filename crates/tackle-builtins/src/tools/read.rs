@@ -1,0 +1,366 @@
+//! The read tool: numbered pages of text files, directory listings, and images and PDFs as media.
+
+use base64::Engine as _;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+
+use super::instructions::nearest_unseen;
+use super::{ToolEnv, failure};
+use crate::fs::Resolved;
+use crate::gate::Ask;
+use crate::text::{
+    self, DEFAULT_READ_LIMIT, DecodeError, MAX_LINE_CHARS, MAX_READ_BYTES, SNIFF_BYTES,
+};
+
+/// Text files larger than this are refused: read keeps a whole file in memory to hash it.
+const MAX_TEXT_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+const DESCRIPTION: &str = "Read a file or list a directory.\n\
+- filePath is relative to the working directory, or absolute.\n\
+- Text comes back as numbered lines (`     7\\tline`); by default up to 2000 lines from the start. \
+Use offset (the line number to start at) and limit to page through long files; the footer says \
+which offset continues.\n\
+- Lines over 2000 characters are cut. Use grep to find things in huge files.\n\
+- Images (PNG, JPEG, GIF, WebP) and PDFs come back as media.\n\
+- A directory comes back as its sorted entries, directories marked with a trailing /.\n\
+- Read files before editing them, and read several files in parallel when you can.";
+
+/// Arguments of the read tool.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadInput {
+    /// The file or directory to read, relative to the working directory or absolute.
+    pub file_path: String,
+    /// The line (or directory entry) number to start from, 1-based as shown in the output. 0 or
+    /// absent means the start.
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// The most lines (or entries) to return. Defaults to 2000.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// What was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadKind {
+    /// A text file, shown as numbered lines.
+    File,
+    /// A directory, shown as its entries.
+    Directory,
+    /// An image or PDF, returned as media.
+    Media,
+}
+
+/// The result of the read tool.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadOutput {
+    /// What the model reads.
+    pub output: String,
+    /// The path read, relative to the working directory when inside it.
+    pub path: String,
+    /// What kind of thing was read.
+    pub kind: ReadKind,
+    /// The first line (or entry) shown, 1-based; 0 when nothing was shown.
+    pub first_line: usize,
+    /// The last line (or entry) shown; 0 when nothing was shown.
+    pub last_line: usize,
+    /// Lines in the file (or entries in the directory).
+    pub total_lines: usize,
+    /// The offset that continues reading, when the page stopped early.
+    pub next_offset: Option<usize>,
+    /// Instruction files added to the output, relative to the working directory.
+    pub instructions: Vec<String>,
+    /// The media type of an image or PDF.
+    pub mime_type: Option<String>,
+    /// The bytes of an image or PDF, base64-encoded.
+    pub data_base64: Option<String>,
+}
+
+pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
+    let env = env.clone();
+    Tool::new(DESCRIPTION, move |input: ReadInput, cx: Context| {
+        let env = env.clone();
+        async move { read(&env, &cx, input).await }
+    })
+    .with_projection(project)
+    .erase()
+}
+
+fn project(_input: &ReadInput, output: &Value) -> Vec<Content> {
+    let mut content = vec![Content::text(
+        output["output"].as_str().unwrap_or_default().to_owned(),
+    )];
+    if let (Some(mime), Some(data)) = (output["mimeType"].as_str(), output["dataBase64"].as_str()) {
+        content.push(Content::media(mime, data));
+    }
+    content
+}
+
+async fn read(env: &ToolEnv, cx: &Context, input: ReadInput) -> Result<ReadOutput, ToolFailure> {
+    let target = env.resolve(cx, &input.file_path).await?;
+    let name = target.display_name();
+    // Asked before the existence check, so a denied read cannot probe for files.
+    env.gate.ask(cx, Ask::new("read", [name.clone()])).await?;
+    if !target.exists {
+        return Err(not_found(&target, &name).await);
+    }
+    if target.path.is_dir() {
+        return list_directory(&target, &name, &input).await;
+    }
+    let size = std::fs::metadata(&target.path)
+        .map(|m| m.len())
+        .map_err(|e| failure(format!("Could not read `{name}`: {e}.")))?;
+    let bytes = if size > MAX_TEXT_FILE_BYTES {
+        head(&target, SNIFF_BYTES).await?
+    } else {
+        env.fs.read_bytes(&target).await.map_err(failure)?
+    };
+    let sample = &bytes[..bytes.len().min(SNIFF_BYTES)];
+
+    if let Some(mime) = text::sniff_media(sample) {
+        if size > env.options.max_media_bytes {
+            return Err(ToolFailure::new(format!(
+                "`{name}` is {mime} of {}, over the {} read returns as media.",
+                human(size),
+                human(env.options.max_media_bytes)
+            ))
+            .with_hint("Use a smaller copy of the file, or inspect it with bash."));
+        }
+        let bytes = env.fs.read_bytes(&target).await.map_err(failure)?;
+        env.reads.record_read(cx.session(), &target, &bytes);
+        let kind = if mime == "application/pdf" {
+            "PDF"
+        } else {
+            "Image"
+        };
+        return Ok(ReadOutput {
+            output: format!(
+                "{kind} read successfully: {name} ({mime}, {}).",
+                human(size)
+            ),
+            path: name,
+            kind: ReadKind::Media,
+            first_line: 0,
+            last_line: 0,
+            total_lines: 0,
+            next_offset: None,
+            instructions: Vec::new(),
+            mime_type: Some(mime.to_owned()),
+            data_base64: Some(base64::engine::general_purpose::STANDARD.encode(&bytes)),
+        });
+    }
+    if text::is_binary(&name, sample) {
+        return Err(ToolFailure::new(format!(
+            "Cannot read binary file `{name}` ({}, {}).",
+            binary_kind(sample),
+            human(size)
+        ))
+        .with_hint("Inspect binary files with bash (for example `file` or `xxd | head`)."));
+    }
+    if size > MAX_TEXT_FILE_BYTES {
+        return Err(ToolFailure::new(format!(
+            "`{name}` is {}, too large to read whole.",
+            human(size)
+        ))
+        .with_hint("Search it with grep, or look at parts of it with bash (head, tail, sed -n)."));
+    }
+    let decoded = text::decode(&bytes).map_err(|e| not_text(&name, e))?;
+    let offset = input.offset.unwrap_or(0);
+    if text::count_lines(&decoded.text) == 0 && offset > 1 {
+        return Err(ToolFailure::new(format!(
+            "offset {offset} is past the end of `{name}`: the file is empty."
+        )));
+    }
+    let window = text::format_lines(
+        &decoded.text,
+        offset,
+        input.limit.unwrap_or(DEFAULT_READ_LIMIT),
+        MAX_LINE_CHARS,
+        MAX_READ_BYTES,
+    )
+    .map_err(failure)?;
+    env.reads.record_read(cx.session(), &target, &bytes);
+
+    let mut output = window.text.clone();
+    let mut instructions = Vec::new();
+    if let Some(found) = nearest_unseen(env, cx.session(), &target) {
+        output.push_str("\n\n");
+        output.push_str(&found.reminder());
+        instructions.push(found.name);
+    }
+    Ok(ReadOutput {
+        output,
+        path: name,
+        kind: ReadKind::File,
+        first_line: window.first_line,
+        last_line: window.last_line,
+        total_lines: window.total_lines,
+        next_offset: window.next_offset(),
+        instructions,
+        mime_type: None,
+        data_base64: None,
+    })
+}
+
+/// The first `n` bytes of a file.
+async fn head(target: &Resolved, n: usize) -> Result<Vec<u8>, ToolFailure> {
+    use std::io::Read as _;
+    let path = target.path.clone();
+    let name = target.display_name();
+    let mut bytes = Vec::with_capacity(n);
+    std::fs::File::open(&path)
+        .and_then(|file| file.take(n as u64).read_to_end(&mut bytes))
+        .map_err(|e| failure(format!("Could not read `{name}`: {e}.")))?;
+    Ok(bytes)
+}
+
+fn not_text(name: &str, error: DecodeError) -> ToolFailure {
+    ToolFailure::new(format!("`{name}` is not UTF-8 or UTF-16 text: {error}"))
+        .with_hint("It may use a legacy encoding; convert it with bash (iconv) to see it.")
+}
+
+/// The missing-file error, with up to three similar names from the same directory.
+async fn not_found(target: &Resolved, name: &str) -> ToolFailure {
+    let suggestions = suggest_siblings(target, 3);
+    let mut message = format!("File not found: `{name}`.");
+    if !suggestions.is_empty() {
+        message.push_str("\n\nDid you mean one of these?");
+        for suggestion in suggestions {
+            message.push('\n');
+            message.push_str(&suggestion);
+        }
+    }
+    ToolFailure::new(message)
+}
+
+/// Siblings of a missing path whose names resemble its name, best first.
+pub(crate) fn suggest_siblings(target: &Resolved, most: usize) -> Vec<String> {
+    let (Some(parent), Some(base)) = (target.path.parent(), target.path.file_name()) else {
+        return Vec::new();
+    };
+    let base = base.to_string_lossy().to_lowercase();
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut scored: Vec<(f64, String)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            let lower = file_name.to_lowercase();
+            let score = if lower.contains(&base) || base.contains(&lower) {
+                1.0
+            } else {
+                strsim::normalized_damerau_levenshtein(&lower, &base)
+            };
+            (score >= 0.6).then_some((score, file_name))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let prefix = match target.display_name().rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/"),
+        None => String::new(),
+    };
+    scored
+        .into_iter()
+        .take(most)
+        .map(|(_, file_name)| format!("{prefix}{file_name}"))
+        .collect()
+}
+
+async fn list_directory(
+    target: &Resolved,
+    name: &str,
+    input: &ReadInput,
+) -> Result<ReadOutput, ToolFailure> {
+    let entries = std::fs::read_dir(&target.path)
+        .map_err(|e| failure(format!("Could not list `{name}`: {e}.")))?;
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|entry| {
+            let mut file_name = entry.file_name().to_string_lossy().into_owned();
+            // `metadata` follows symlinks, so a link to a directory is marked like one.
+            if std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()) {
+                file_name.push('/');
+            }
+            file_name
+        })
+        .collect();
+    names.sort();
+    let total = names.len();
+    let first = input.offset.unwrap_or(0).max(1);
+    if total > 0 && first > total {
+        return Err(ToolFailure::new(format!(
+            "offset {first} is past the end of `{name}` ({total} entries). Use an offset from 1 \
+             to {total}."
+        )));
+    }
+    let limit = input.limit.unwrap_or(DEFAULT_READ_LIMIT).max(1);
+    let shown: Vec<&String> = names.iter().skip(first - 1).take(limit).collect();
+    let last = first - 1 + shown.len();
+    let mut output = format!("{}/\n", name.trim_end_matches('/'));
+    for entry in &shown {
+        output.push_str(entry);
+        output.push('\n');
+    }
+    let next_offset = (last < total).then_some(last + 1);
+    match next_offset {
+        Some(next) => output.push_str(&format!(
+            "\n(Showing entries {first}-{last} of {total}. Use offset={next} to continue.)"
+        )),
+        None if total == 0 => output.push_str("\n(The directory is empty.)"),
+        None => output.push_str(&format!(
+            "\n({total} entr{})",
+            if total == 1 { "y" } else { "ies" }
+        )),
+    }
+    Ok(ReadOutput {
+        output,
+        path: name.to_owned(),
+        kind: ReadKind::Directory,
+        first_line: if shown.is_empty() { 0 } else { first },
+        last_line: last,
+        total_lines: total,
+        next_offset,
+        instructions: Vec::new(),
+        mime_type: None,
+        data_base64: None,
+    })
+}
+
+/// A short name for the kind of a binary file, from its magic bytes.
+fn binary_kind(sample: &[u8]) -> &'static str {
+    const MAGIC: &[(&[u8], &str)] = &[
+        (b"\x7fELF", "ELF executable"),
+        (b"MZ", "Windows executable"),
+        (b"\xcf\xfa\xed\xfe", "Mach-O executable"),
+        (b"\xca\xfe\xba\xbe", "Mach-O or Java class"),
+        (b"PK\x03\x04", "zip archive"),
+        (b"\x1f\x8b", "gzip data"),
+        (b"\x00asm", "WebAssembly module"),
+        (b"SQLite format 3\x00", "SQLite database"),
+        (b"BM", "BMP image"),
+    ];
+    MAGIC
+        .iter()
+        .find(|(magic, _)| sample.starts_with(magic))
+        .map_or("binary data", |(_, kind)| kind)
+}
+
+/// A byte count for people: `512 B`, `3.2 KiB`, `20.0 MiB`.
+pub(crate) fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}

@@ -1,0 +1,141 @@
+//! The write tool: replace or create a whole file, keeping its encoding, BOM, line endings and mode.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+
+use super::{ToolEnv, failure};
+use crate::fs::{FsError, PathGuard};
+use crate::gate::Ask;
+use crate::text::{self, Encoding};
+
+const DESCRIPTION: &str = "Write a whole file, creating it (and its directories) if needed.\n\
+- filePath is relative to the working directory, or absolute.\n\
+- To change an existing file, prefer edit or apply_patch; write replaces everything.\n\
+- An existing file must have been read in this session, and not changed since.\n\
+- The file keeps its byte-order mark, line-ending style and permissions.";
+
+/// Arguments of the write tool.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteInput {
+    /// The file to write, relative to the working directory or absolute.
+    pub file_path: String,
+    /// The complete new content of the file.
+    pub content: String,
+}
+
+/// The result of the write tool.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteOutput {
+    /// What the model reads.
+    pub output: String,
+    /// The file written, relative to the working directory when inside it.
+    pub path: String,
+    /// True when the file did not exist before.
+    pub created: bool,
+    /// Lines added.
+    pub additions: usize,
+    /// Lines removed.
+    pub deletions: usize,
+    /// A unified diff of the change.
+    pub diff: String,
+    /// Bytes now in the file.
+    pub bytes: u64,
+}
+
+pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
+    let env = env.clone();
+    Tool::new(DESCRIPTION, move |input: WriteInput, cx: Context| {
+        let env = env.clone();
+        async move { write(&env, &cx, input).await }
+    })
+    .with_projection(|_: &WriteInput, output: &Value| {
+        vec![Content::text(
+            output["output"].as_str().unwrap_or_default().to_owned(),
+        )]
+    })
+    .erase()
+}
+
+/// Reads the locked file: `None` when it does not exist.
+pub(crate) async fn current_bytes(guard: &PathGuard) -> Result<Option<Vec<u8>>, ToolFailure> {
+    match guard.read_bytes().await {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(FsError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(failure(e)),
+    }
+}
+
+async fn write(env: &ToolEnv, cx: &Context, input: WriteInput) -> Result<WriteOutput, ToolFailure> {
+    let target = env.resolve(cx, &input.file_path).await?;
+    let name = target.display_name();
+    env.gate.refuse_if_denied(cx, "edit", &[name.clone()])?;
+    if target.path.is_dir() {
+        return Err(failure(FsError::IsADirectory { path: name }));
+    }
+    let guard = env.fs.lock(&target).await;
+    let old = current_bytes(&guard).await?;
+    if let Some(old) = &old {
+        env.reads
+            .check_fresh(cx.session(), &target, old)
+            .map_err(failure)?;
+    }
+    let previous = old.as_deref().and_then(|bytes| text::decode(bytes).ok());
+    let (old_raw, encoding) = match &previous {
+        Some(decoded) => (decoded.text.as_str(), decoded.encoding),
+        None => ("", Encoding::Utf8),
+    };
+    let old_lf = text::to_lf(old_raw);
+    // Content without carriage returns follows the file's own line endings.
+    let new_raw = if previous.is_some() && !input.content.contains('\r') {
+        text::splice_line_endings(old_raw, &old_lf, &input.content)
+    } else {
+        input.content.clone()
+    };
+    let bytes = text::encode(&new_raw, &encoding);
+    let change = text::text_change(&name, &old_lf, &text::to_lf(&input.content));
+
+    env.gate
+        .ask(
+            cx,
+            Ask::new("edit", [name.clone()])
+                .with_metadata(json!({ "filepath": name, "diff": change.diff })),
+        )
+        .await?;
+    let report = guard
+        .write_if_unchanged(old.as_deref(), &bytes)
+        .await
+        .map_err(failure)?;
+    env.reads.record_read(cx.session(), &target, &bytes);
+
+    let output = if old.is_none() {
+        format!(
+            "Created {name} ({} line{}).",
+            text::count_lines(&input.content),
+            if text::count_lines(&input.content) == 1 {
+                ""
+            } else {
+                "s"
+            }
+        )
+    } else if change.additions + change.deletions == 0 {
+        format!("Wrote {name}; its content was already exactly this, so nothing changed.")
+    } else {
+        format!(
+            "Wrote {name} (+{} -{} lines).",
+            change.additions, change.deletions
+        )
+    };
+    Ok(WriteOutput {
+        output,
+        path: name,
+        created: old.is_none(),
+        additions: change.additions,
+        deletions: change.deletions,
+        diff: change.diff,
+        bytes: report.bytes_written,
+    })
+}
