@@ -1,9 +1,11 @@
 //! The single integration-test binary: one module per area, sharing `tackle` test support.
 
 mod bounding;
+mod file_tools;
 mod journal;
 mod laws;
 mod laws_bound;
+mod laws_files;
 mod permission;
 mod registry;
 mod settlement;

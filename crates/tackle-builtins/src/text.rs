@@ -494,7 +494,8 @@ mod tests;
 /// change did not touch.
 ///
 /// `old_lf` must be [`to_lf`] of `raw`. Lines equal in both keep their original ending (so a
-/// mixed file stays mixed); inserted and changed lines take the file's dominant ending. Lines are
+/// mixed file stays mixed); a rewritten line keeps the ending of the line it replaces, and
+/// inserted lines take the file's dominant ending. Lines are
 /// matched by a line diff, so the result differs from `raw` only where `new_lf` differs from
 /// `old_lf`.
 pub fn splice_line_endings(raw: &str, old_lf: &str, new_lf: &str) -> String {
@@ -521,23 +522,42 @@ pub fn splice_line_endings(raw: &str, old_lf: &str, new_lf: &str) -> String {
             similar::DiffOp::Delete { .. } => {}
             similar::DiffOp::Insert {
                 new_index, new_len, ..
-            }
-            | similar::DiffOp::Replace {
-                new_index, new_len, ..
             } => {
                 for line in &new_lines[new_index..new_index + new_len] {
-                    match line.strip_suffix('\n') {
-                        Some(body) => {
-                            out.push_str(body);
-                            out.push_str(newline);
-                        }
-                        None => out.push_str(line),
-                    }
+                    push_with_ending(&mut out, line, newline);
+                }
+            }
+            similar::DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
+                // A rewritten line keeps the ending of the line it replaces; extra lines take
+                // the dominant one.
+                for k in 0..new_len {
+                    let ending = match raw_lines.get(old_index + k) {
+                        Some(raw) if k < old_len && raw.ends_with("\r\n") => "\r\n",
+                        Some(raw) if k < old_len && raw.ends_with('\n') => "\n",
+                        _ => newline,
+                    };
+                    push_with_ending(&mut out, new_lines[new_index + k], ending);
                 }
             }
         }
     }
     out
+}
+
+/// Appends `line` (which may end with `\n`) with its `\n` spelled as `ending`.
+fn push_with_ending(out: &mut String, line: &str, ending: &str) {
+    match line.strip_suffix('\n') {
+        Some(body) => {
+            out.push_str(body);
+            out.push_str(ending);
+        }
+        None => out.push_str(line),
+    }
 }
 
 /// A unified diff of two LF texts with `path` in its headers, and the counts of added and

@@ -531,8 +531,12 @@ fn splice_keeps_untouched_endings_of_a_mixed_file() {
     let raw = "a\r\nb\nc\r\nd\n";
     let old = to_lf(raw);
     let new = old.replace("c\n", "C\nC2\n");
-    // CRLF is not dominant (2 vs 2), so new lines take LF; untouched lines keep theirs.
-    assert_eq!(splice_line_endings(raw, &old, &new), "a\r\nb\nC\nC2\nd\n");
+    // The rewritten line keeps its CRLF; the added line takes the dominant LF (2 vs 2 is no
+    // CRLF majority); untouched lines keep theirs.
+    assert_eq!(
+        splice_line_endings(raw, &old, &new),
+        "a\r\nb\nC\r\nC2\nd\n"
+    );
     let raw = "a\r\nb\r\nc\nd\r\n";
     let new = to_lf(raw).replace("b\n", "B\n");
     assert_eq!(

@@ -210,7 +210,8 @@ async fn apply(
     }
     let target = env.resolve(cx, file_path).await?;
     let name = target.display_name();
-    env.gate.refuse_if_denied(cx, "edit", &[name.clone()])?;
+    env.gate
+        .refuse_if_denied(cx, "edit", std::slice::from_ref(&name))?;
     if target.path.is_dir() {
         return Err(failure(FsError::IsADirectory { path: name }));
     }
@@ -265,7 +266,12 @@ async fn apply(
     }
     let new_raw = match &before.bytes {
         Some(_) => text::splice_line_endings(&before.raw, &old_lf, &current),
-        None => edits[0].new_string.clone(),
+        // A created file follows the line endings of the text that created it.
+        None => text::splice_line_endings(
+            &edits[0].new_string,
+            &text::to_lf(&edits[0].new_string),
+            &current,
+        ),
     };
     let bytes = text::encode(&new_raw, &before.encoding);
     let change = text::text_change(&name, &old_lf, &current);

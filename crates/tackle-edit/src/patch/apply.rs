@@ -257,7 +257,39 @@ fn split_lines(content: &str) -> (Vec<&str>, bool) {
 struct Replacement<'c> {
     start: usize,
     len: usize,
-    lines: &'c [String],
+    lines: Vec<&'c str>,
+}
+
+/// The lines that replace `file[at..at + old.len()]`: `new`, except that a line the chunk keeps
+/// (a context line, in both `old` and `new`) is taken from the file. A tolerant match then never
+/// rewrites the whitespace or punctuation of lines the patch did not change.
+fn keep_context<'a>(
+    file: &[&'a str],
+    at: usize,
+    old: &[String],
+    new: &'a [String],
+) -> Vec<&'a str> {
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, old, new);
+    let mut out = Vec::with_capacity(new.len());
+    for op in ops {
+        match op {
+            similar::DiffOp::Equal { old_index, len, .. } => {
+                out.extend_from_slice(&file[at + old_index..at + old_index + len])
+            }
+            similar::DiffOp::Delete { .. } => {}
+            similar::DiffOp::Insert {
+                new_index, new_len, ..
+            }
+            | similar::DiffOp::Replace {
+                new_index, new_len, ..
+            } => out.extend(
+                new[new_index..new_index + new_len]
+                    .iter()
+                    .map(String::as_str),
+            ),
+        }
+    }
+    out
 }
 
 fn apply_chunks(
@@ -300,7 +332,7 @@ fn apply_chunks(
             replacements.push(Replacement {
                 start,
                 len: 0,
-                lines: &chunk.new_lines,
+                lines: chunk.new_lines.iter().map(String::as_str).collect(),
             });
             fuzz.push(level);
             continue;
@@ -341,10 +373,15 @@ fn apply_chunks(
                 already_applied_at,
             });
         };
+        let kept = if found_level == MatchLevel::Exact {
+            new.iter().map(String::as_str).collect()
+        } else {
+            keep_context(&lines, at, old, new)
+        };
         replacements.push(Replacement {
             start: at,
             len: old.len(),
-            lines: new,
+            lines: kept,
         });
         fuzz.push(level.max(found_level));
         cursor = at + old.len();
@@ -356,7 +393,7 @@ fn apply_chunks(
     for replacement in replacements.iter().rev() {
         result.splice(
             replacement.start..replacement.start + replacement.len,
-            replacement.lines.iter().map(String::as_str),
+            replacement.lines.iter().copied(),
         );
     }
     let mut content = result.join("\n");

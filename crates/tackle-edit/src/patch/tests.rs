@@ -832,3 +832,19 @@ fn chunk_may_repeat_its_context_line() {
     let content = updated("@@ fn b() {\n fn b() {\n-    1\n+    2", original);
     assert_eq!(content, "fn a() {\n    1\n}\nfn b() {\n    2\n}\n");
 }
+
+#[test]
+fn tolerant_match_keeps_the_file_text_of_context_lines() {
+    // The file's context lines carry trailing spaces and a curly quote the patch does not have.
+    let original = "fn a() {   \n    let s = \u{201c}x\u{201d};\n    old();\n}\n";
+    let (content, fuzz) = update(
+        "@@\n fn a() {\n     let s = \"x\";\n-    old();\n+    new();\n }\n",
+        original,
+    )
+    .unwrap();
+    assert_eq!(fuzz, vec![MatchLevel::Punctuation]);
+    assert_eq!(
+        content,
+        "fn a() {   \n    let s = \u{201c}x\u{201d};\n    new();\n}\n"
+    );
+}

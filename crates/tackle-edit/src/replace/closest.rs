@@ -4,7 +4,11 @@
 //! share of its word tokens that occur in `old`); a sliding window of `old`'s line count sums
 //! those scores in linear time. Only the few best windows are compared character by character.
 
+use rustc_hash::FxBuildHasher;
 use std::collections::HashSet;
+
+/// The sets hold short strings probed once per content line and token: a fast non-DoS hasher.
+type FastSet<'a> = HashSet<&'a str, FxBuildHasher>;
 
 use super::Closest;
 use super::strategies::{Doc, Query, text_similarity};
@@ -23,12 +27,12 @@ fn tokens(s: &str) -> impl Iterator<Item = &str> {
 pub(super) fn find(doc: &Doc<'_>, q: &Query<'_>) -> Option<Closest> {
     let body = q.text.strip_suffix('\n').unwrap_or(q.text);
     let old_lines: Vec<&str> = body.split('\n').collect();
-    let line_set: HashSet<&str> = old_lines
+    let line_set: FastSet<'_> = old_lines
         .iter()
         .map(|l| l.trim())
         .filter(|l| !l.is_empty())
         .collect();
-    let token_set: HashSet<&str> = tokens(body).collect();
+    let token_set: FastSet<'_> = tokens(body).collect();
 
     let scores: Vec<f64> = doc
         .lines
@@ -61,19 +65,26 @@ pub(super) fn find(doc: &Doc<'_>, q: &Query<'_>) -> Option<Closest> {
         sum += scores[i + w - 1] - scores[i - 1];
         sums.push((sum, i));
     }
-    // Best windows first; on ties the earliest.
-    sums.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    if sums.first().is_none_or(|s| s.0 <= 1e-9) {
-        return None;
-    }
+    // The best windows, at least `w` lines apart; on ties the earliest. A few linear passes
+    // instead of sorting every window.
     let mut shortlist: Vec<usize> = Vec::new();
-    for &(score, i) in &sums {
-        if shortlist.len() == SHORTLIST || score <= 1e-9 {
-            break;
+    while shortlist.len() < SHORTLIST {
+        let best = sums
+            .iter()
+            .filter(|&&(score, i)| {
+                score > 1e-9 && shortlist.iter().all(|&j| j.abs_diff(i) >= w.max(1))
+            })
+            .fold(None::<(f64, usize)>, |b, &(score, i)| match b {
+                Some((bs, _)) if bs >= score => b,
+                _ => Some((score, i)),
+            });
+        match best {
+            Some((_, i)) => shortlist.push(i),
+            None => break,
         }
-        if shortlist.iter().all(|&j| j.abs_diff(i) >= w.max(1)) {
-            shortlist.push(i);
-        }
+    }
+    if shortlist.is_empty() {
+        return None;
     }
 
     let (similarity, first) = shortlist

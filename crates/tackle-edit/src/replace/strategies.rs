@@ -193,12 +193,15 @@ fn whitespace_normalized(doc: &Doc<'_>, q: &Query<'_>) -> Vec<Candidate> {
         if m > doc.lines.len() {
             return Vec::new();
         }
+        // Cheap necessary condition first: the first line's first word.
+        let head = q.lines[0].split_whitespace().next().unwrap_or("");
         return (0..=doc.lines.len() - m)
             .filter(|&i| {
-                doc.lines[i..i + m]
-                    .iter()
-                    .zip(&q.lines)
-                    .all(|(a, b)| a.split_whitespace().eq(b.split_whitespace()))
+                doc.trimmed[i].starts_with(head)
+                    && doc.lines[i..i + m]
+                        .iter()
+                        .zip(&q.lines)
+                        .all(|(a, b)| a.split_whitespace().eq(b.split_whitespace()))
             })
             .map(|i| window(doc, q, i, m))
             .collect();

@@ -1,0 +1,150 @@
+//! The host wiring: storage, permissions, the built-in tools and the Location they run in.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context as _, anyhow};
+use tackle_builtins::{Gate, LocationFs, ToolEnv, file_tools};
+use tackle_core::ToolDefinition;
+use tackle_permission::{
+    Agent, ConfigContext, ConfigValue, PRESET_NAMES, PermissionService, PresetContext, Ruleset,
+    agent_with_user_rules, preset, ruleset_from_config, visible_filter,
+};
+use tackle_registry::{Location, Registration, SettlementConfig, ToolRegistry, ToolSet, Turn};
+use tackle_store::{
+    DEFAULT_RETENTION, FsOutputStore, SqliteJournal, SqliteSavedApprovals, SqliteSessionState,
+};
+
+use crate::approve::{AskMode, CliApprover};
+
+/// What the command line chose.
+pub(crate) struct HostOptions {
+    pub(crate) root: PathBuf,
+    pub(crate) agent: String,
+    pub(crate) data_dir: PathBuf,
+    pub(crate) config: Option<PathBuf>,
+    pub(crate) ask: AskMode,
+}
+
+/// An opened Location with the built-in tools registered for one agent.
+pub(crate) struct Host {
+    location: Location,
+    rules: Ruleset,
+    /// Keeps the tools registered; dropping it would unregister them.
+    _tools: Registration,
+}
+
+impl Host {
+    pub(crate) fn open(options: HostOptions) -> anyhow::Result<Self> {
+        let HostOptions {
+            root,
+            agent,
+            data_dir,
+            config,
+            ask,
+        } = options;
+        let root = std::fs::canonicalize(&root)
+            .with_context(|| format!("cannot open the root {}", root.display()))?;
+        std::fs::create_dir_all(&data_dir)
+            .with_context(|| format!("cannot create the data directory {}", data_dir.display()))?;
+
+        let output_dir = data_dir.join("tool-output");
+        let store = FsOutputStore::new(&output_dir).map_err(|e| anyhow!(e))?;
+        store.spawn_sweep_once(DEFAULT_RETENTION);
+        let journal_path = data_dir.join("journal.sqlite3");
+        let journal = SqliteJournal::open(&journal_path).map_err(|e| anyhow!(e))?;
+        let approvals = SqliteSavedApprovals::open(&journal_path).map_err(|e| anyhow!(e))?;
+        let session_state = SqliteSessionState::open(&journal_path).map_err(|e| anyhow!(e))?;
+
+        let agent = agent_rules(&agent, &output_dir, config.as_deref())?;
+        let rules = agent.rules;
+
+        let approver = Arc::new(CliApprover::new(ask));
+        let service = Arc::new(
+            PermissionService::new(
+                root.to_string_lossy(),
+                approver.clone(),
+                Arc::new(approvals),
+            )
+            .map_err(|e| anyhow!(e))?,
+        );
+        approver.attach(&service);
+
+        let gate_rules = rules.clone();
+        let fs = LocationFs::new(&root)
+            .with_context(|| format!("cannot open the root {}", root.display()))?;
+        let env = ToolEnv::new(fs)
+            .with_gate(Gate::new(service, move |_| gate_rules.clone()))
+            .with_session_state(Arc::new(session_state));
+
+        let location = Location::new(
+            root,
+            &ToolRegistry::new(),
+            SettlementConfig::new(Arc::new(store), Arc::new(journal)),
+        );
+        let tools = location
+            .register(builtin_tools(&env))
+            .map_err(|e| anyhow!(e))?;
+        Ok(Self {
+            location,
+            rules,
+            _tools: tools,
+        })
+    }
+
+    /// The turn the agent is offered: every registered tool its rules do not wholly deny.
+    pub(crate) fn materialize(&self) -> Turn {
+        let visible = visible_filter(self.rules.clone());
+        self.location
+            .materialize(move |name: &str, _: &ToolDefinition| visible(name))
+    }
+}
+
+/// The tools the command offers. Tools of later issues register here.
+fn builtin_tools(env: &ToolEnv) -> ToolSet {
+    file_tools(env).into_iter().collect()
+}
+
+/// The preset `name` with the user's permission config applied on top.
+fn agent_rules(name: &str, output_dir: &Path, config: Option<&Path>) -> anyhow::Result<Agent> {
+    let context = PresetContext {
+        managed_output_dir: Some(canonical(output_dir)),
+        temp_dir: Some(canonical(&std::env::temp_dir())),
+        ..PresetContext::default()
+    };
+    let Some(agent) = preset(name, &context) else {
+        return Err(anyhow!(
+            "unknown agent `{name}`; choose one of: {}",
+            PRESET_NAMES.join(", ")
+        ));
+    };
+    let Some(path) = config else {
+        return Ok(agent);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the config {}", path.display()))?;
+    let value = ConfigValue::from_json(&text)
+        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    let permission = match value {
+        ConfigValue::Object(entries) if entries.iter().any(|(key, _)| key == "permission") => {
+            entries
+                .into_iter()
+                .find(|(key, _)| key == "permission")
+                .map(|(_, value)| value)
+                .unwrap_or(ConfigValue::Null)
+        }
+        bare => bare,
+    };
+    let home = dirs::home_dir().map(|home| home.to_string_lossy().into_owned());
+    let user = ruleset_from_config(&permission, &ConfigContext::new(home.as_deref()))
+        .with_context(|| format!("invalid permission config in {}", path.display()))?;
+    Ok(agent_with_user_rules(agent, &user))
+}
+
+/// `path` canonicalized when possible, as a string.
+fn canonical(path: &Path) -> String {
+    std::fs::canonicalize(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}

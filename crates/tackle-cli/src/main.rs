@@ -1,0 +1,238 @@
+//! The `tackle` command: settle one tool call, or list the advertised tools, from the shell.
+//!
+//! This is the only place in the workspace that parses argv and uses `anyhow`. Exit codes:
+//! 0 for success, 1 for a result the model would see as an error, 2 for an operational error.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use clap::{Args, Parser, Subcommand};
+use tackle_core::{CallIdentity, CancellationToken, Context};
+use tackle_registry::ToolCall;
+
+mod approve;
+mod host;
+mod render;
+
+use approve::AskMode;
+use host::{Host, HostOptions};
+
+/// Exit code for a model-visible error result.
+const EXIT_MODEL_ERROR: u8 = 1;
+/// Exit code for an operational error.
+const EXIT_OPERATIONAL: u8 = 2;
+
+/// Settle tool calls through tackle's registry, permissions and journal.
+#[derive(Debug, Parser)]
+#[command(name = "tackle", version, about)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Flags every subcommand accepts, before or after it.
+#[derive(Debug, Args)]
+struct Global {
+    /// The workspace root (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// The agent whose permissions apply.
+    #[arg(long, global = true, value_name = "NAME", default_value = "build")]
+    agent: String,
+    /// The session ID; read tracking is kept per session across runs.
+    #[arg(long, global = true, value_name = "ID", default_value = "cli")]
+    session: String,
+    /// Where the journal and managed outputs live (default: $TACKLE_DATA_DIR, else the
+    /// platform data directory joined with `tackle`).
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// A JSON permission config (`{"permission": {...}}` or the bare permission value).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Settle one call and print what the model would see.
+    Call {
+        /// The tool name.
+        name: String,
+        /// The arguments as JSON; `-` reads them from stdin; absent means `{}`.
+        args: Option<String>,
+        /// Print the whole settlement as JSON instead.
+        #[arg(long)]
+        json: bool,
+        /// Approve every permission question once.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// List the tools the agent is offered.
+    Tools {
+        /// Print a JSON array of `{name, description, inputSchema}`.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::try_parse().unwrap_or_else(|error| error.exit());
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return operational(anyhow::Error::new(error).context("cannot start")),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(error) => operational(error),
+    }
+}
+
+/// Reports an operational error on stderr.
+fn operational(error: anyhow::Error) -> ExitCode {
+    eprintln!("tackle: {error:#}");
+    ExitCode::from(EXIT_OPERATIONAL)
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let Global {
+        root,
+        agent,
+        session,
+        data_dir,
+        config,
+    } = cli.global;
+    let root = match root {
+        Some(root) => root,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let data_dir = match data_dir {
+        Some(dir) => dir,
+        None => default_data_dir()?,
+    };
+    match cli.command {
+        Command::Tools { json } => {
+            let host = Host::open(HostOptions {
+                root,
+                agent,
+                data_dir,
+                config,
+                ask: AskMode::Refuse,
+            })?;
+            let turn = host.materialize();
+            let text = if json {
+                render::tools_json(&turn)?
+            } else {
+                render::tools_plain(&turn)
+            };
+            print_stdout(&text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call {
+            name,
+            args,
+            json,
+            yes,
+        } => {
+            let from_stdin = args.as_deref() == Some("-");
+            let arguments = match args {
+                Some(args) if args == "-" => {
+                    let mut text = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut text)
+                        .context("cannot read the arguments from stdin")?;
+                    text
+                }
+                Some(args) => args,
+                None => "{}".to_owned(),
+            };
+            let ask = if yes {
+                AskMode::Yes
+            } else if !from_stdin && std::io::stdin().is_terminal() {
+                AskMode::Prompt
+            } else {
+                AskMode::Refuse
+            };
+            let host = Host::open(HostOptions {
+                root,
+                agent: agent.clone(),
+                data_dir,
+                config,
+                ask,
+            })?;
+            let turn = host.materialize();
+            // Ctrl-C cancels the call: it settles as interrupted, never as a result.
+            let cancel = CancellationToken::new();
+            let on_interrupt = cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    on_interrupt.cancel();
+                }
+            });
+            let cx = Context::new(identity(&session, &agent), cancel);
+            let settlement = turn.settle(cx, ToolCall::new(name, arguments)).await;
+            let text = if json {
+                render::settlement_json(&settlement)?
+            } else {
+                render::model_text(&settlement).unwrap_or_default()
+            };
+            if json || settlement.model_result().is_some() {
+                print_stdout(&text)?;
+            }
+            if let Some(problem) = render::operational_problem(&settlement) {
+                eprintln!("tackle: {problem}");
+                return Ok(ExitCode::from(EXIT_OPERATIONAL));
+            }
+            match settlement.model_result() {
+                Some(result) if result.is_error => Ok(ExitCode::from(EXIT_MODEL_ERROR)),
+                Some(_) => Ok(ExitCode::SUCCESS),
+                None => bail!("the call produced no result"),
+            }
+        }
+    }
+}
+
+/// `$TACKLE_DATA_DIR`, else the platform data directory joined with `tackle`.
+fn default_data_dir() -> anyhow::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("TACKLE_DATA_DIR").filter(|dir| !dir.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    match dirs::data_dir() {
+        Some(dir) => Ok(dir.join("tackle")),
+        None => bail!("no data directory is known; pass --data-dir or set TACKLE_DATA_DIR"),
+    }
+}
+
+/// The call's identity: the given session and agent, with generated message and call IDs.
+fn identity(session: &str, agent: &str) -> CallIdentity {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    let pid = std::process::id();
+    CallIdentity::new(
+        session,
+        agent,
+        format!("cli-{ms}-{pid}"),
+        format!("cli-call-{ms}-{pid}"),
+    )
+}
+
+/// Writes `text` to stdout, ending it with one newline; empty text prints nothing.
+fn print_stdout(text: &str) -> anyhow::Result<()> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        stdout.write_all(b"\n")?;
+    }
+    stdout.flush().context("cannot write to stdout")
+}

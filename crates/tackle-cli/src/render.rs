@@ -1,0 +1,110 @@
+//! What the command prints: the model's view of a settlement, its JSON record, and tool lists.
+
+use serde_json::{Value, json};
+use tackle_core::{Content, OutcomeKind};
+use tackle_registry::{Defect, ModelErrorKind, Outcome, Settlement, Turn};
+
+/// The text the model would see, or `None` when the outcome is for the host.
+///
+/// Text parts are joined with a newline; media parts become a one-line placeholder. A success
+/// with no content shows its structured output, as the model would see it.
+pub(crate) fn model_text(settlement: &Settlement) -> Option<String> {
+    let result = settlement.model_result()?;
+    if result.content.is_empty() {
+        return Some(match result.structured {
+            Some(Value::Null) | None => String::new(),
+            Some(Value::String(text)) => text,
+            Some(value) => value.to_string(),
+        });
+    }
+    let parts: Vec<String> = result.content.iter().map(content_line).collect();
+    Some(parts.join("\n"))
+}
+
+fn content_line(content: &Content) -> String {
+    match content {
+        Content::Text { text } => text.clone(),
+        Content::Media {
+            mime_type,
+            data_base64,
+            ..
+        } => format!("[media: {mime_type}, {} bytes base64]", data_base64.len()),
+    }
+}
+
+/// The operational problem for stderr, when the outcome is not a model result.
+pub(crate) fn operational_problem(settlement: &Settlement) -> Option<String> {
+    match &settlement.outcome {
+        Outcome::Success(_) | Outcome::Error(_) => None,
+        Outcome::Interrupted => Some(format!("{settlement}: the call was interrupted")),
+        Outcome::Defect(defect) => Some(format!("{settlement}: {defect}")),
+    }
+}
+
+/// How a settlement ended, as the journal names it.
+fn outcome_kind(outcome: &Outcome) -> OutcomeKind {
+    match outcome {
+        Outcome::Success(_) => OutcomeKind::Success,
+        Outcome::Error(error) => match error.kind {
+            ModelErrorKind::Failed => OutcomeKind::Failure,
+            ModelErrorKind::Unknown => OutcomeKind::Unknown,
+            ModelErrorKind::Stale => OutcomeKind::Stale,
+            ModelErrorKind::Invalid => OutcomeKind::Invalid,
+        },
+        Outcome::Interrupted => OutcomeKind::Interrupted,
+        Outcome::Defect(Defect::Panicked(_)) => OutcomeKind::Panicked,
+        Outcome::Defect(Defect::InvalidOutput(_)) => OutcomeKind::InvalidOutput,
+        Outcome::Defect(Defect::Retention(_)) => OutcomeKind::RetentionFailed,
+        Outcome::Defect(Defect::Journal { outcome, .. }) => *outcome,
+    }
+}
+
+/// The whole settlement as pretty JSON.
+pub(crate) fn settlement_json(settlement: &Settlement) -> anyhow::Result<String> {
+    let defect = match &settlement.outcome {
+        Outcome::Defect(defect) => Some(defect.to_string()),
+        _ => None,
+    };
+    let record = json!({
+        "identity": settlement.identity,
+        "tool": settlement.tool,
+        "registration": settlement.registration.map(|r| r.get()),
+        "outcome": outcome_kind(&settlement.outcome),
+        "defect": defect,
+        "model_result": settlement.model_result(),
+        "managed": settlement.managed,
+        "timings": settlement.timings,
+    });
+    Ok(serde_json::to_string_pretty(&record)?)
+}
+
+/// One line per advertised tool: `name: first line of description`, sorted by name.
+pub(crate) fn tools_plain(turn: &Turn) -> String {
+    let mut lines: Vec<String> = turn
+        .tools()
+        .iter()
+        .map(|tool| {
+            let description = tool.definition().description.lines().next().unwrap_or("");
+            format!("{}: {description}", tool.name())
+        })
+        .collect();
+    lines.sort();
+    lines.join("\n")
+}
+
+/// The advertised tools as a JSON array of `{name, description, inputSchema}`.
+pub(crate) fn tools_json(turn: &Turn) -> anyhow::Result<String> {
+    let tools: Vec<Value> = turn
+        .tools()
+        .iter()
+        .map(|tool| {
+            let definition = tool.definition();
+            json!({
+                "name": tool.name(),
+                "description": &*definition.description,
+                "inputSchema": &*definition.input_schema,
+            })
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&tools)?)
+}

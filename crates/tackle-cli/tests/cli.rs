@@ -1,0 +1,337 @@
+//! End-to-end tests of the `tackle` binary: exit codes, stdout, sessions and permissions.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// A workspace root and a private data directory for one test.
+struct Sandbox {
+    root: TempDir,
+    data: TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        let sandbox = Self {
+            root: tempfile::tempdir().unwrap(),
+            data: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir(sandbox.tmp()).unwrap();
+        sandbox
+    }
+
+    /// A private temp directory, so other tempdirs count as external to the command.
+    fn tmp(&self) -> std::path::PathBuf {
+        self.data.path().join("tmp")
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.root.path().join(name), text).unwrap();
+    }
+
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.root.path().join(name)).unwrap()
+    }
+
+    /// `tackle --root <root>` with the data directory from the environment and stdin empty.
+    fn tackle(&self) -> Command {
+        let mut command = Command::cargo_bin("tackle").unwrap();
+        command
+            .arg("--root")
+            .arg(self.root.path())
+            .env("TACKLE_DATA_DIR", self.data.path())
+            .env("TMPDIR", self.tmp())
+            .write_stdin("");
+        command
+    }
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn read_args(path: &str) -> String {
+    serde_json::json!({ "filePath": path }).to_string()
+}
+
+fn edit_args(path: &str, old: &str, new: &str) -> String {
+    serde_json::json!({ "filePath": path, "oldString": old, "newString": new }).to_string()
+}
+
+#[test]
+fn read_prints_numbered_lines_and_exits_0() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "hello\nworld\n");
+    let output = sandbox
+        .tackle()
+        .args(["call", "read", &read_args("a.txt")])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    assert!(text.contains("     1\thello\n     2\tworld"), "{text}");
+}
+
+#[test]
+fn read_of_a_missing_file_exits_1_with_the_error_on_stdout() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .tackle()
+        .args(["call", "read", &read_args("missing.txt")])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.contains("not found") && text.contains("missing.txt"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unknown_tool_exits_1() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.tackle().args(["call", "nope"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).contains("Unknown tool `nope`"));
+}
+
+#[test]
+fn invalid_json_arguments_exit_1() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .tackle()
+        .args(["call", "read", "{not json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).contains("Invalid arguments"));
+}
+
+#[test]
+fn a_bad_flag_exits_2() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .tackle()
+        .args(["--no-such-flag", "tools"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn an_unknown_agent_exits_2_listing_the_presets() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .tackle()
+        .args(["call", "read", &read_args("a.txt"), "--agent", "nobody"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("nobody") && stderr.contains("build, plan"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn read_then_edit_in_the_same_session_changes_the_file() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "hello\nworld\n");
+    sandbox
+        .tackle()
+        .args(["--session", "s1", "call", "read", &read_args("a.txt")])
+        .assert()
+        .code(0);
+    sandbox
+        .tackle()
+        .args(["call", "edit", &edit_args("a.txt", "hello", "bye")])
+        .args(["--session", "s1"])
+        .assert()
+        .code(0);
+    assert_eq!(sandbox.read("a.txt"), "bye\nworld\n");
+}
+
+#[test]
+fn edit_without_a_read_in_the_session_exits_1() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "hello\n");
+    sandbox
+        .tackle()
+        .args(["--session", "s1", "call", "read", &read_args("a.txt")])
+        .assert()
+        .code(0);
+    let output = sandbox
+        .tackle()
+        .args(["--session", "fresh", "call", "edit"])
+        .arg(edit_args("a.txt", "hello", "bye"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).contains("Read it first"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(sandbox.read("a.txt"), "hello\n");
+}
+
+#[test]
+fn arguments_come_from_stdin_with_a_dash() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "from stdin\n");
+    let output = sandbox
+        .tackle()
+        .args(["call", "read", "-"])
+        .write_stdin(read_args("a.txt"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout(&output).contains("1\tfrom stdin"));
+}
+
+#[test]
+fn json_prints_the_settlement_record() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "hello\n");
+    let output = sandbox
+        .tackle()
+        .args(["call", "read", &read_args("a.txt"), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let record: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(record["outcome"], "success");
+    assert_eq!(record["tool"], "read");
+    assert_eq!(record["identity"]["session"], "cli");
+    assert_eq!(record["identity"]["agent"], "build");
+    assert_eq!(record["model_result"]["is_error"], false);
+}
+
+#[test]
+fn tools_lists_the_file_tools_and_parses_as_json() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.tackle().arg("tools").output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    for name in ["read", "write", "edit"] {
+        assert!(
+            text.lines()
+                .any(|line| line.starts_with(&format!("{name}: "))),
+            "{text}"
+        );
+    }
+    let output = sandbox.tackle().args(["tools", "--json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let tools: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    for name in ["read", "write", "edit"] {
+        assert!(names.contains(&name), "{names:?}");
+    }
+    assert!(tools[0]["inputSchema"].is_object());
+}
+
+#[test]
+fn an_external_path_needs_yes_when_nobody_can_be_asked() {
+    let sandbox = Sandbox::new();
+    let outside = tempfile::tempdir().unwrap();
+    let file = outside.path().join("x.txt");
+    std::fs::write(&file, "outside\n").unwrap();
+    let args = read_args(path_str(&file));
+    let output = sandbox
+        .tackle()
+        .args(["call", "read", &args])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.contains("This run is non-interactive") && text.contains("--yes"),
+        "{text}"
+    );
+    let output = sandbox
+        .tackle()
+        .args(["call", "read", &args, "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout(&output).contains("1\toutside"));
+}
+
+#[test]
+fn the_plan_agent_cannot_edit() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "hello\n");
+    sandbox
+        .tackle()
+        .args(["--agent", "plan", "call", "read", &read_args("a.txt")])
+        .assert()
+        .code(0);
+    let output = sandbox
+        .tackle()
+        .args(["--agent", "plan", "call", "edit", "--yes"])
+        .arg(edit_args("a.txt", "hello", "bye"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).contains("Permission denied"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(sandbox.read("a.txt"), "hello\n");
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn a_permission_config_applies_over_the_preset() {
+    let sandbox = Sandbox::new();
+    let outside = tempfile::tempdir().unwrap();
+    let file = outside.path().join("x.txt");
+    std::fs::write(&file, "outside\n").unwrap();
+    let wrapped = sandbox.data.path().join("wrapped.json");
+    std::fs::write(
+        &wrapped,
+        r#"{"permission": {"external_directory": "allow"}}"#,
+    )
+    .unwrap();
+    sandbox
+        .tackle()
+        .args(["call", "read", &read_args(path_str(&file))])
+        .arg("--config")
+        .arg(&wrapped)
+        .assert()
+        .code(0);
+    let bare = sandbox.data.path().join("bare.json");
+    std::fs::write(&bare, r#"{"read": "deny"}"#).unwrap();
+    let output = sandbox
+        .tackle()
+        .arg("--config")
+        .arg(&bare)
+        .arg("tools")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    assert!(
+        !text.lines().any(|line| line.starts_with("read: ")),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|line| line.starts_with("edit: ")),
+        "{text}"
+    );
+}
