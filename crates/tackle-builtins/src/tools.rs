@@ -1,4 +1,5 @@
-//! The file tools (read, write, edit, multiedit, apply_patch, list) and the environment they share.
+//! The file tools (read, write, edit, multiedit, apply_patch, list), the search tools (grep,
+//! glob) and the environment they share.
 //!
 //! Every tool is an ordinary [`Tool`](tackle_core::Tool) built from a [`ToolEnv`]: the Location
 //! filesystem service, the session read ledger, the permission [`Gate`] and the options. The host
@@ -19,11 +20,13 @@ use std::sync::Arc;
 
 use tackle_core::{AnyTool, Context, SessionState, ToolFailure};
 
-use crate::fs::{LocationFs, ReadTracker, Resolved};
+use crate::fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved};
 use crate::gate::Gate;
 
 mod apply_patch;
 mod edit;
+mod glob;
+mod grep;
 mod instructions;
 mod list;
 mod read;
@@ -34,6 +37,8 @@ mod tests;
 
 pub use apply_patch::{ApplyPatchInput, ApplyPatchOutput, PatchedFile};
 pub use edit::{EditInput, EditOutput, MultiEditInput, MultiEditOutput, OneEdit};
+pub use glob::{GlobInput, GlobOutput};
+pub use grep::{GrepInput, GrepOutput};
 pub use list::{ListInput, ListOutput};
 pub use read::{ReadInput, ReadKind, ReadOutput};
 pub use write::{WriteInput, WriteOutput};
@@ -138,6 +143,25 @@ impl ToolEnv {
         self.gate.external_directory(cx, &target).await?;
         Ok(target)
     }
+
+    /// The prologue of a one-file mutating tool: resolve (asking `external_directory`), refuse a
+    /// configured `edit` deny before reading anything, refuse a directory, then lock the file.
+    /// Returns the target, its display name and the held lock.
+    pub(crate) async fn open_for_edit(
+        &self,
+        cx: &Context,
+        path: &str,
+    ) -> Result<(Resolved, String, PathGuard), ToolFailure> {
+        let target = self.resolve(cx, path).await?;
+        let name = target.display_name();
+        self.gate
+            .refuse_if_denied(cx, "edit", std::slice::from_ref(&name))?;
+        if target.path.is_dir() {
+            return Err(failure(FsError::IsADirectory { path: name }));
+        }
+        let guard = self.fs.lock(&target).await;
+        Ok((target, name, guard))
+    }
 }
 
 /// The file tools, named as the model calls them: `read`, `write`, `edit`, `multiedit`,
@@ -151,6 +175,11 @@ pub fn file_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
         ("apply_patch", apply_patch::tool(env)),
         ("list", list::tool(env)),
     ]
+}
+
+/// The search tools, named as the model calls them: `grep` and `glob`.
+pub fn search_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
+    vec![("grep", grep::tool(env)), ("glob", glob::tool(env))]
 }
 
 /// A model-facing failure from any displayable error.

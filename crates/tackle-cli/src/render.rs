@@ -1,8 +1,8 @@
 //! What the command prints: the model's view of a settlement, its JSON record, and tool lists.
 
 use serde_json::{Value, json};
-use tackle_core::{Content, OutcomeKind};
-use tackle_registry::{Defect, ModelErrorKind, Outcome, Settlement, Turn};
+use tackle_core::Content;
+use tackle_registry::{Outcome, Settlement, Turn};
 
 /// The text the model would see, or `None` when the outcome is for the host.
 ///
@@ -41,24 +41,6 @@ pub(crate) fn operational_problem(settlement: &Settlement) -> Option<String> {
     }
 }
 
-/// How a settlement ended, as the journal names it.
-fn outcome_kind(outcome: &Outcome) -> OutcomeKind {
-    match outcome {
-        Outcome::Success(_) => OutcomeKind::Success,
-        Outcome::Error(error) => match error.kind {
-            ModelErrorKind::Failed => OutcomeKind::Failure,
-            ModelErrorKind::Unknown => OutcomeKind::Unknown,
-            ModelErrorKind::Stale => OutcomeKind::Stale,
-            ModelErrorKind::Invalid => OutcomeKind::Invalid,
-        },
-        Outcome::Interrupted => OutcomeKind::Interrupted,
-        Outcome::Defect(Defect::Panicked(_)) => OutcomeKind::Panicked,
-        Outcome::Defect(Defect::InvalidOutput(_)) => OutcomeKind::InvalidOutput,
-        Outcome::Defect(Defect::Retention(_)) => OutcomeKind::RetentionFailed,
-        Outcome::Defect(Defect::Journal { outcome, .. }) => *outcome,
-    }
-}
-
 /// The whole settlement as pretty JSON.
 pub(crate) fn settlement_json(settlement: &Settlement) -> anyhow::Result<String> {
     let defect = match &settlement.outcome {
@@ -69,7 +51,7 @@ pub(crate) fn settlement_json(settlement: &Settlement) -> anyhow::Result<String>
         "identity": settlement.identity,
         "tool": settlement.tool,
         "registration": settlement.registration.map(|r| r.get()),
-        "outcome": outcome_kind(&settlement.outcome),
+        "outcome": settlement.outcome.kind(),
         "defect": defect,
         "model_result": settlement.model_result(),
         "managed": settlement.managed,

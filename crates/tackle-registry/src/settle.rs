@@ -121,7 +121,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn kind(&self) -> OutcomeKind {
+    /// How the journal names this outcome.
+    pub fn kind(&self) -> OutcomeKind {
         match self {
             Outcome::Success(_) => OutcomeKind::Success,
             Outcome::Error(error) => match error.kind {

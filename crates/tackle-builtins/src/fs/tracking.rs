@@ -53,6 +53,16 @@ impl fmt::Debug for ReadTracker {
     }
 }
 
+/// Puts `hash` in the in-memory ledger for `session` and `target`.
+fn remember(ledger: &Mutex<Ledger>, session: &SessionId, target: &Resolved, hash: blake3::Hash) {
+    ledger
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(session.clone())
+        .or_default()
+        .insert(target.path.clone(), hash);
+}
+
 fn state_key(path: &Path) -> String {
     format!("read:{}", path.to_string_lossy())
 }
@@ -101,12 +111,7 @@ impl ReadTracker {
     pub fn record_read(&self, session: &SessionId, target: &Resolved, bytes: &[u8]) {
         if let Some(ledger) = &self.ledger {
             let hash = blake3::hash(bytes);
-            ledger
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(session.clone())
-                .or_default()
-                .insert(target.path.clone(), hash);
+            remember(ledger, session, target, hash);
             if let Some(state) = &self.backing {
                 // Losing this entry is safe: the next process asks for a fresh read.
                 let _ = state.put(
@@ -139,12 +144,7 @@ impl ReadTracker {
             .get(session.as_str(), &state_key(&target.path))
             .ok()??;
         let hash = blake3::Hash::from_hex(stored.as_bytes()).ok()?;
-        ledger
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(session.clone())
-            .or_default()
-            .insert(target.path.clone(), hash);
+        remember(ledger, session, target, hash);
         Some(hash)
     }
 

@@ -6,10 +6,10 @@ use serde_json::{Value, json};
 use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
 use tackle_edit::replace::{EditError, Strategy, replace};
 
-use super::read::suggest_siblings;
+use super::read::missing_with_suggestions;
 use super::write::current_bytes;
 use super::{ToolEnv, failure};
-use crate::fs::{FsError, Resolved};
+use crate::fs::Resolved;
 use crate::gate::Ask;
 use crate::text::{self, Encoding};
 
@@ -208,14 +208,7 @@ async fn apply(
             return Err(labelled(mode, index, EditError::NoChange));
         }
     }
-    let target = env.resolve(cx, file_path).await?;
-    let name = target.display_name();
-    env.gate
-        .refuse_if_denied(cx, "edit", std::slice::from_ref(&name))?;
-    if target.path.is_dir() {
-        return Err(failure(FsError::IsADirectory { path: name }));
-    }
-    let guard = env.fs.lock(&target).await;
+    let (target, name, guard) = env.open_for_edit(cx, file_path).await?;
     let before = match current_bytes(&guard).await? {
         None if edits[0].old_string.is_empty() => Before {
             bytes: None,
@@ -311,18 +304,12 @@ fn labelled(mode: Mode, index: usize, error: EditError) -> ToolFailure {
 }
 
 fn missing(target: &Resolved, name: &str) -> ToolFailure {
-    let mut message = format!(
-        "`{name}` does not exist. To create it, use write, or edit with an empty oldString."
-    );
-    let suggestions = suggest_siblings(target, 3);
-    if !suggestions.is_empty() {
-        message.push_str("\n\nDid you mean one of these?");
-        for suggestion in suggestions {
-            message.push('\n');
-            message.push_str(&suggestion);
-        }
-    }
-    ToolFailure::new(message)
+    missing_with_suggestions(
+        target,
+        format!(
+            "`{name}` does not exist. To create it, use write, or edit with an empty oldString."
+        ),
+    )
 }
 
 /// What the model reads after a successful edit: what changed, and how every match was found.

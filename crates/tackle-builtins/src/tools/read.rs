@@ -106,7 +106,10 @@ async fn read(env: &ToolEnv, cx: &Context, input: ReadInput) -> Result<ReadOutpu
     // Asked before the existence check, so a denied read cannot probe for files.
     env.gate.ask(cx, Ask::new("read", [name.clone()])).await?;
     if !target.exists {
-        return Err(not_found(&target, &name).await);
+        return Err(missing_with_suggestions(
+            &target,
+            format!("File not found: `{name}`."),
+        ));
     }
     if target.path.is_dir() {
         return list_directory(&target, &name, &input).await;
@@ -223,10 +226,9 @@ fn not_text(name: &str, error: DecodeError) -> ToolFailure {
         .with_hint("It may use a legacy encoding; convert it with bash (iconv) to see it.")
 }
 
-/// The missing-file error, with up to three similar names from the same directory.
-async fn not_found(target: &Resolved, name: &str) -> ToolFailure {
+/// `message` about a missing `target`, followed by up to three similar names from its directory.
+pub(crate) fn missing_with_suggestions(target: &Resolved, mut message: String) -> ToolFailure {
     let suggestions = suggest_siblings(target, 3);
-    let mut message = format!("File not found: `{name}`.");
     if !suggestions.is_empty() {
         message.push_str("\n\nDid you mean one of these?");
         for suggestion in suggestions {
@@ -238,7 +240,7 @@ async fn not_found(target: &Resolved, name: &str) -> ToolFailure {
 }
 
 /// Siblings of a missing path whose names resemble its name, best first.
-pub(crate) fn suggest_siblings(target: &Resolved, most: usize) -> Vec<String> {
+fn suggest_siblings(target: &Resolved, most: usize) -> Vec<String> {
     let (Some(parent), Some(base)) = (target.path.parent(), target.path.file_name()) else {
         return Vec::new();
     };

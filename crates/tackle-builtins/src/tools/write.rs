@@ -70,14 +70,7 @@ pub(crate) async fn current_bytes(guard: &PathGuard) -> Result<Option<Vec<u8>>, 
 }
 
 async fn write(env: &ToolEnv, cx: &Context, input: WriteInput) -> Result<WriteOutput, ToolFailure> {
-    let target = env.resolve(cx, &input.file_path).await?;
-    let name = target.display_name();
-    env.gate
-        .refuse_if_denied(cx, "edit", std::slice::from_ref(&name))?;
-    if target.path.is_dir() {
-        return Err(failure(FsError::IsADirectory { path: name }));
-    }
-    let guard = env.fs.lock(&target).await;
+    let (target, name, guard) = env.open_for_edit(cx, &input.file_path).await?;
     let old = current_bytes(&guard).await?;
     if let Some(old) = &old {
         env.reads
