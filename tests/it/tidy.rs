@@ -241,6 +241,22 @@ fn no_test_is_skipped_or_expects_a_panic() {
 }
 
 #[test]
+fn unsafe_code_is_allowed_in_one_place_only() {
+    // The workspace denies unsafe code. The bash runner's pre-exec hook (the parent-death
+    // signal) is the one exception; anything else needs a decision written in ARCHITECTURE.md.
+    let needle = concat!("allow(", "unsafe_code)");
+    let allowed = "crates/tackle-builtins/src/tools/bash/run.rs";
+    let mut offenders = Vec::new();
+    for path in all_sources() {
+        let name = relative(&path);
+        if name != allowed && read(&path).contains(needle) {
+            offenders.push(name);
+        }
+    }
+    assert_none("files that allow unsafe code", &offenders);
+}
+
+#[test]
 fn every_crate_opens_with_an_essay() {
     let crates = std::fs::read_dir(root().join("crates")).unwrap();
     let mut libs: Vec<PathBuf> = crates

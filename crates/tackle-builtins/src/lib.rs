@@ -26,4 +26,4 @@ pub mod tools;
 
 pub use fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved, StaleRead, WriteReport};
 pub use gate::{Ask, Gate};
-pub use tools::{FileToolOptions, ToolEnv, file_tools};
+pub use tools::{FileToolOptions, ToolEnv, file_tools, search_tools, shell_tools};

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow};
-use tackle_builtins::{Gate, LocationFs, ToolEnv, file_tools};
+use tackle_builtins::{Gate, LocationFs, ToolEnv, file_tools, search_tools, shell_tools};
 use tackle_core::ToolDefinition;
 use tackle_permission::{
     Agent, ConfigContext, ConfigValue, PRESET_NAMES, PermissionService, PresetContext, Ruleset,
@@ -102,7 +102,11 @@ impl Host {
 
 /// The tools the command offers. Tools of later issues register here.
 fn builtin_tools(env: &ToolEnv) -> ToolSet {
-    file_tools(env).into_iter().collect()
+    file_tools(env)
+        .into_iter()
+        .chain(search_tools(env))
+        .chain(shell_tools(env))
+        .collect()
 }
 
 /// The preset `name` with the user's permission config applied on top.

@@ -1,0 +1,411 @@
+//! The search behind the grep tool: a parallel walk that searches each file and keeps only the
+//! best matches.
+//!
+//! Every walker thread searches files with its own [`Searcher`] and a [`FileSink`] that keeps at
+//! most `limit` lines of one file. When a file ends, its lines go into one shared bounded heap of
+//! the best `limit` matches by (mtime newest first, path, line); everything else is only counted.
+//! Memory stays bounded by `limit` lines of at most [`LINE_CAP`] characters per thread, however
+//! many matches there are.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ffi::OsStr;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use globset::GlobMatcher;
+use grep::regex::RegexMatcher;
+use grep::searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
+use ignore::gitignore::GitignoreBuilder;
+use ignore::{WalkBuilder, WalkState};
+
+/// Matched lines are cut to this many characters.
+pub(super) const LINE_CAP: usize = 2000;
+
+/// The most a searcher buffers for one line; a file with a longer line is reported unreadable.
+const HEAP_LIMIT: usize = 64 * 1024 * 1024;
+
+/// One matching line kept for the output. Ordered best first: newest file, then path, then line.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Hit {
+    /// The file's modification time, newest first.
+    pub(super) newest: Reverse<SystemTime>,
+    /// The file as the walk found it.
+    pub(super) path: Arc<Path>,
+    /// The 1-based line number.
+    pub(super) line: u64,
+    /// The line without its terminator, cut to [`LINE_CAP`] characters.
+    pub(super) text: String,
+    /// True when `text` was cut.
+    pub(super) cut: bool,
+}
+
+/// What a search looks for and where.
+pub(super) struct Query {
+    /// The file or directory searched.
+    pub(super) root: PathBuf,
+    /// Symlinks whose target lies outside this directory are not followed.
+    pub(super) boundary: PathBuf,
+    /// The compiled pattern.
+    pub(super) matcher: RegexMatcher,
+    /// Only files whose name or path below `root` matches are searched.
+    pub(super) include: Option<GlobMatcher>,
+    /// The most matches kept.
+    pub(super) limit: usize,
+}
+
+/// What a search found.
+#[derive(Debug, Default)]
+pub(super) struct Found {
+    /// The best matches, sorted best first.
+    pub(super) hits: Vec<Hit>,
+    /// Every matching line found.
+    pub(super) total: usize,
+    /// Files with at least one matching line.
+    pub(super) files: usize,
+    /// Files searched (binary ones included).
+    pub(super) searched: usize,
+    /// Files skipped because they hold binary data.
+    pub(super) binary: usize,
+    /// Files or directories that could not be read.
+    pub(super) unreadable: usize,
+    /// Symlinks not followed because they lead outside the boundary.
+    pub(super) outside_links: usize,
+    /// True when the search stopped early because `stop` said so.
+    pub(super) stopped: bool,
+}
+
+/// The state the walker threads share.
+struct Shared {
+    limit: usize,
+    best: Mutex<Best>,
+    searched: AtomicUsize,
+    unreadable: AtomicUsize,
+}
+
+#[derive(Default)]
+struct Best {
+    /// A max-heap of the best matches: the worst kept one sits on top.
+    heap: BinaryHeap<Hit>,
+    total: usize,
+    files: usize,
+    binary: usize,
+}
+
+impl Best {
+    /// Whether a match ranked `(newest, path, line)` would be kept.
+    fn would_keep(
+        &self,
+        limit: usize,
+        newest: Reverse<SystemTime>,
+        path: &Path,
+        line: u64,
+    ) -> bool {
+        if self.heap.len() < limit {
+            return true;
+        }
+        self.heap
+            .peek()
+            .is_some_and(|worst| (newest, path, line) < (worst.newest, &*worst.path, worst.line))
+    }
+}
+
+/// Runs the search. `stop` is polled for every entry and every match; once it returns true the
+/// walk quits and what was found so far comes back with `stopped` set.
+pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
+    let shared = Shared {
+        limit: query.limit,
+        best: Mutex::new(Best::default()),
+        searched: AtomicUsize::new(0),
+        unreadable: AtomicUsize::new(0),
+    };
+    let outside_links = Arc::new(AtomicUsize::new(0));
+    let stopped = std::sync::atomic::AtomicBool::new(false);
+    let walker = walker(&query, outside_links.clone()).build_parallel();
+
+    walker.run(|| {
+        let mut searcher = SearcherBuilder::new()
+            .binary_detection(BinaryDetection::quit(b'\0'))
+            .line_number(true)
+            .heap_limit(Some(HEAP_LIMIT))
+            .build();
+        let matcher = query.matcher.clone();
+        let shared = &shared;
+        let query = &query;
+        let stopped = &stopped;
+        Box::new(move |result| {
+            if stop() {
+                stopped.store(true, Ordering::Relaxed);
+                return WalkState::Quit;
+            }
+            let entry = match result {
+                Ok(entry) => entry,
+                // A symlink loop is not worth a note: everything on it was searched once.
+                Err(error) if is_loop(&error) => return WalkState::Continue,
+                Err(_) => {
+                    shared.unreadable.fetch_add(1, Ordering::Relaxed);
+                    return WalkState::Continue;
+                }
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            if !included(query, entry.path()) {
+                return WalkState::Continue;
+            }
+            shared.searched.fetch_add(1, Ordering::Relaxed);
+            let mut sink = FileSink::new(shared, entry.path(), stop);
+            let searched = searcher.search_path(&matcher, entry.path(), &mut sink);
+            if searched.is_err() && !sink.stopped {
+                shared.unreadable.fetch_add(1, Ordering::Relaxed);
+                return WalkState::Continue;
+            }
+            let quit = sink.stopped;
+            sink.finish();
+            if quit {
+                stopped.store(true, Ordering::Relaxed);
+                return WalkState::Quit;
+            }
+            WalkState::Continue
+        })
+    });
+
+    let best = shared.best.into_inner().unwrap_or_else(|e| e.into_inner());
+    Found {
+        hits: best.heap.into_sorted_vec(),
+        total: best.total,
+        files: best.files,
+        searched: shared.searched.into_inner(),
+        binary: best.binary,
+        unreadable: shared.unreadable.into_inner(),
+        outside_links: outside_links.load(Ordering::Relaxed),
+        stopped: stopped.into_inner(),
+    }
+}
+
+/// The walker: ignore files respected (also outside git), hidden files kept, `.git` skipped,
+/// symlinks followed while they stay inside the boundary.
+fn walker(query: &Query, outside_links: Arc<AtomicUsize>) -> WalkBuilder {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut builder = WalkBuilder::new(&query.root);
+    let boundary = query.boundary.clone();
+    builder
+        .threads(threads)
+        .hidden(false)
+        .follow_links(true)
+        .git_ignore(true)
+        .git_global(true)
+        .git_exclude(true)
+        .ignore(true)
+        .require_git(false)
+        // A root that its parents' rules ignore was asked for by name: search it whole.
+        .parents(!ignored_by_parents(&query.root))
+        .filter_entry(move |entry| {
+            if entry.depth() == 0 {
+                return true;
+            }
+            if entry.file_name() == OsStr::new(".git") {
+                return false;
+            }
+            if entry.path_is_symlink() {
+                let inside = std::fs::canonicalize(entry.path())
+                    .is_ok_and(|real| real.starts_with(&boundary));
+                if !inside {
+                    outside_links.fetch_add(1, Ordering::Relaxed);
+                    return false;
+                }
+            }
+            true
+        });
+    builder
+}
+
+/// Whether the `.gitignore` or `.ignore` of some parent directory ignores the contents of `root`
+/// as a whole (`root` itself, an ancestor, or everything below it). The nearest rule that decides
+/// wins.
+fn ignored_by_parents(root: &Path) -> bool {
+    if !root.is_dir() {
+        return false;
+    }
+    let probe = root.join("\u{1}tackle-grep-probe");
+    for dir in root.ancestors().skip(1) {
+        for name in [".ignore", ".gitignore"] {
+            let file = dir.join(name);
+            if !file.is_file() {
+                continue;
+            }
+            let mut builder = GitignoreBuilder::new(dir);
+            if builder.add(&file).is_some() {
+                continue;
+            }
+            let Ok(rules) = builder.build() else {
+                continue;
+            };
+            // A made-up entry of the root stands for "its contents": a rule such as `out/` or
+            // `out/**` ignores it, one such as `*.log` does not.
+            for is_dir in [false, true] {
+                let decided = rules.matched_path_or_any_parents(&probe, is_dir);
+                if decided.is_ignore() {
+                    return true;
+                }
+                if decided.is_whitelist() {
+                    return false;
+                }
+            }
+        }
+    }
+    false
+}
+
+fn is_loop(error: &ignore::Error) -> bool {
+    match error {
+        ignore::Error::Loop { .. } => true,
+        ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => is_loop(err),
+        ignore::Error::WithLineNumber { err, .. } => is_loop(err),
+        _ => false,
+    }
+}
+
+/// Whether the include glob accepts `path`: its name, or its path below the root.
+fn included(query: &Query, path: &Path) -> bool {
+    let Some(glob) = &query.include else {
+        return true;
+    };
+    if path.file_name().is_some_and(|name| glob.is_match(name)) {
+        return true;
+    }
+    path.strip_prefix(&query.root)
+        .is_ok_and(|relative| !relative.as_os_str().is_empty() && glob.is_match(relative))
+}
+
+/// Collects the matches of one file: at most `limit` lines (its first ones, which are its best),
+/// counting the rest. Binary files are dropped whole.
+struct FileSink<'a> {
+    shared: &'a Shared,
+    path: &'a Path,
+    stop: &'a (dyn Fn() -> bool + Sync),
+    /// The file's rank and shared path, looked up at its first match.
+    rank: Option<(Reverse<SystemTime>, Arc<Path>)>,
+    /// False once no further line of this file can be among the best.
+    keeping: bool,
+    kept: Vec<Hit>,
+    count: usize,
+    binary: bool,
+    stopped: bool,
+}
+
+impl<'a> FileSink<'a> {
+    fn new(shared: &'a Shared, path: &'a Path, stop: &'a (dyn Fn() -> bool + Sync)) -> Self {
+        Self {
+            shared,
+            path,
+            stop,
+            rank: None,
+            keeping: true,
+            kept: Vec::new(),
+            count: 0,
+            binary: false,
+            stopped: false,
+        }
+    }
+
+    /// Merges this file into the shared state.
+    fn finish(self) {
+        if !self.binary && self.count == 0 {
+            return;
+        }
+        let mut best = self.shared.best.lock().unwrap_or_else(|e| e.into_inner());
+        if self.binary {
+            best.binary += 1;
+            return;
+        }
+        best.total += self.count;
+        best.files += 1;
+        for hit in self.kept {
+            if best.heap.len() < self.shared.limit {
+                best.heap.push(hit);
+            } else if best.heap.peek().is_some_and(|worst| hit < *worst) {
+                best.heap.pop();
+                best.heap.push(hit);
+            } else {
+                // The lines of a file come in order: none after this one can be kept either.
+                break;
+            }
+        }
+    }
+}
+
+impl Sink for FileSink<'_> {
+    type Error = io::Error;
+
+    fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        if (self.stop)() {
+            self.stopped = true;
+            return Ok(false);
+        }
+        self.count += 1;
+        if !self.keeping {
+            return Ok(true);
+        }
+        if self.kept.len() >= self.shared.limit {
+            self.keeping = false;
+            return Ok(true);
+        }
+        let line = mat.line_number().unwrap_or(0);
+        let (newest, path) = match &self.rank {
+            Some((newest, path)) => (*newest, path.clone()),
+            None => {
+                let modified = std::fs::metadata(self.path)
+                    .and_then(|m| m.modified())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                let rank = (Reverse(modified), Arc::<Path>::from(self.path));
+                // Checked once per file: later lines rank lower and the shared heap only gets
+                // stricter, so a file whose first match misses keeps nothing.
+                let keep = self
+                    .shared
+                    .best
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .would_keep(self.shared.limit, rank.0, &rank.1, line);
+                self.rank = Some(rank.clone());
+                if !keep {
+                    self.keeping = false;
+                    return Ok(true);
+                }
+                rank
+            }
+        };
+        let (text, cut) = clip(mat.bytes());
+        self.kept.push(Hit {
+            newest,
+            path,
+            line,
+            text,
+            cut,
+        });
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _searcher: &Searcher, _offset: u64) -> Result<bool, io::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// The line without its terminator, cut to [`LINE_CAP`] characters; true when it was cut. Never
+/// decodes more than the bytes the cap can need.
+pub(super) fn clip(bytes: &[u8]) -> (String, bool) {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    // A character takes at most 4 bytes; one more byte tells whether anything follows.
+    let window = &bytes[..bytes.len().min(LINE_CAP * 4 + 1)];
+    let decoded = String::from_utf8_lossy(window);
+    match decoded.char_indices().nth(LINE_CAP) {
+        Some((end, _)) => (decoded[..end].to_owned(), true),
+        None if window.len() < bytes.len() => (decoded.into_owned(), true),
+        None => (decoded.into_owned(), false),
+    }
+}
