@@ -86,7 +86,10 @@ fn settle_in_order(
         let mut results = Vec::new();
         for (i, (name, args)) in calls.into_iter().enumerate() {
             let settled = turn
-                .settle(cx(&format!("call-{i}")), ToolCall::new(name, args.to_string()))
+                .settle(
+                    cx(&format!("call-{i}")),
+                    ToolCall::new(name, args.to_string()),
+                )
                 .await;
             let result = settled.model_result().expect("a model-visible outcome");
             let text = result

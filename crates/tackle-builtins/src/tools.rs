@@ -24,6 +24,7 @@ use crate::fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved};
 use crate::gate::Gate;
 
 mod apply_patch;
+pub mod bash;
 mod edit;
 mod glob;
 mod grep;
@@ -36,6 +37,7 @@ mod write;
 mod tests;
 
 pub use apply_patch::{ApplyPatchInput, ApplyPatchOutput, PatchedFile};
+pub use bash::{BashInput, BashOutput};
 pub use edit::{EditInput, EditOutput, MultiEditInput, MultiEditOutput, OneEdit};
 pub use glob::{GlobInput, GlobOutput};
 pub use grep::{GrepInput, GrepOutput};
@@ -180,6 +182,11 @@ pub fn file_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
 /// The search tools, named as the model calls them: `grep` and `glob`.
 pub fn search_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
     vec![("grep", grep::tool(env)), ("glob", glob::tool(env))]
+}
+
+/// The shell tool, named as the model calls it: `bash`.
+pub fn shell_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
+    vec![("bash", bash::tool(env))]
 }
 
 /// A model-facing failure from any displayable error.

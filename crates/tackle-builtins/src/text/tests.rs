@@ -533,10 +533,7 @@ fn splice_keeps_untouched_endings_of_a_mixed_file() {
     let new = old.replace("c\n", "C\nC2\n");
     // The rewritten line keeps its CRLF; the added line takes the dominant LF (2 vs 2 is no
     // CRLF majority); untouched lines keep theirs.
-    assert_eq!(
-        splice_line_endings(raw, &old, &new),
-        "a\r\nb\nC\r\nC2\nd\n"
-    );
+    assert_eq!(splice_line_endings(raw, &old, &new), "a\r\nb\nC\r\nC2\nd\n");
     let raw = "a\r\nb\r\nc\nd\r\n";
     let new = to_lf(raw).replace("b\n", "B\n");
     assert_eq!(

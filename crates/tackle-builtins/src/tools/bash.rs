@@ -1,0 +1,443 @@
+//! The bash tool: runs one command line in a fresh non-interactive shell.
+//!
+//! Each call is stateless: a new shell, started in `workdir` (the Location root by default), with
+//! stdin on `/dev/null`, in its own process group, with secrets removed from the environment and
+//! pagers and editors turned off (see [`run`] for the process and capture rules).
+//!
+//! Before anything runs, the command line is scanned ([`scan`]): paths outside the Location ask
+//! `external_directory`, then the commands found ask `bash`.
+//!
+//! A non-zero exit is data, not a failure: the output always ends with an `exit:` line. A
+//! timeout stops the whole process group and keeps the partial output. Output of any size is
+//! captured in bounded memory; what does not fit in memory goes to a spool file named in the
+//! output, and bytes past the spool cap are counted and reported as dropped.
+
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt as _;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tackle_core::{AnyTool, Content, Context, Direction, LimitsOverride, Tool, ToolFailure};
+
+use super::ToolEnv;
+use crate::gate::Ask;
+
+mod run;
+pub mod scan;
+
+#[cfg(test)]
+mod tests;
+
+use run::{CaptureLimits, Stop, thousands};
+
+const DESCRIPTION: &str = "Run a shell command and return its output.\n\
+- Each call starts a fresh non-interactive shell (bash if installed, else sh) in workdir, or in \
+the working directory when workdir is left out. Nothing carries over between calls: use workdir \
+instead of `cd dir && …`.\n\
+- stdin is empty and there is no terminal: commands that prompt get end-of-file. Pagers and \
+editors are disabled (PAGER=cat, GIT_EDITOR=true), so pass messages on the command line \
+(`git commit -m`).\n\
+- stdout and stderr are merged in arrival order. The output ends with an `exit:` line; a \
+non-zero exit code is reported, not treated as an error.\n\
+- timeout is in milliseconds: 120000 (2 minutes) by default, 600000 at most. On timeout the \
+command and everything it started are stopped, and the output so far is returned.\n\
+- Long output is shortened to its end; the full output is saved to a file named in the output.\n\
+- To start a server or other long-lived process, run it in the background with its output \
+redirected to a file (`cmd > server.log 2>&1 &`). Background processes that keep the output \
+open are stopped when the command exits.\n\
+- Prefer the dedicated tools to read, search, list and edit files.\n\
+- description is a short title for the command, such as \"Run the unit tests\".";
+
+/// Options of the bash tool. `Default` gives the documented behaviour.
+///
+/// [`ToolEnv`] has no field for them yet, so [`shell_tools`](super::shell_tools) always uses the
+/// defaults; [`tool_with_options`] builds the tool with others.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BashOptions {
+    /// The timeout when the call gives none.
+    pub default_timeout: Duration,
+    /// The largest timeout a call may ask for.
+    pub max_timeout: Duration,
+    /// Output up to this size is kept whole in memory; larger output keeps this much of its end.
+    pub memory_bytes: usize,
+    /// The start of a large output kept in memory.
+    pub head_bytes: usize,
+    /// The most bytes saved to a spool file; later bytes are dropped (and counted) unless they
+    /// are among the last `memory_bytes`.
+    pub spool_cap: u64,
+    /// Where spool files go. Files older than a day are removed when a new one is made.
+    pub spool_dir: PathBuf,
+    /// On Linux, whether the shell gets SIGKILL when the thread that spawned it exits (a
+    /// crashed host). It makes the spawn a `fork` rather than a `vfork`-style spawn, which costs
+    /// more in a host with a large address space (compare `bash_tool/true_no_pdeathsig` in the
+    /// bench).
+    pub die_with_parent: bool,
+}
+
+impl Default for BashOptions {
+    fn default() -> Self {
+        Self {
+            default_timeout: Duration::from_secs(120),
+            max_timeout: Duration::from_secs(600),
+            memory_bytes: 1024 * 1024,
+            head_bytes: 64 * 1024,
+            spool_cap: 512 * 1024 * 1024,
+            spool_dir: std::env::temp_dir().join("tackle-bash"),
+            die_with_parent: true,
+        }
+    }
+}
+
+/// Arguments of the bash tool.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BashInput {
+    /// The command line to run.
+    pub command: String,
+    /// The timeout in milliseconds. Defaults to 120000 (2 minutes); at most 600000.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// The directory to run in, relative to the working directory or absolute. Absent means the
+    /// working directory.
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// A short title for the command, such as "Run the unit tests".
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// The result of the bash tool.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BashOutput {
+    /// What the model reads: the output, an `exit:` line, then notes (timeout, dropped bytes,
+    /// stopped background processes).
+    pub output: String,
+    /// The shell's exit code; absent when it was ended by a signal.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the shell, when one did.
+    pub signal: Option<i32>,
+    /// True when the timeout passed and the command was stopped.
+    pub timed_out: bool,
+    /// Bytes the command wrote to stdout and stderr together.
+    pub bytes: u64,
+    /// Lines the command wrote (newline characters).
+    pub lines: u64,
+    /// Bytes kept neither in the output nor in the spool file.
+    pub dropped_bytes: u64,
+    /// The file holding the output that did not fit in memory, when it was needed.
+    pub spool_path: Option<String>,
+    /// True when background processes still held the output open after the shell exited.
+    pub background_stopped: bool,
+    /// The directory the command ran in, relative to the working directory when inside it.
+    pub workdir: String,
+    /// The shell that ran the command.
+    pub shell: String,
+}
+
+pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
+    tool_with_options(env, BashOptions::default())
+}
+
+/// The bash tool with `options`, for hosts that change them.
+pub fn tool_with_options(env: &ToolEnv, options: BashOptions) -> AnyTool {
+    let env = env.clone();
+    let options = std::sync::Arc::new(options);
+    Tool::new(DESCRIPTION, move |input: BashInput, cx: Context| {
+        let env = env.clone();
+        let options = options.clone();
+        async move { bash(&env, &options, &cx, input).await }
+    })
+    .with_projection(project)
+    .with_output_limits(LimitsOverride {
+        direction: Some(Direction::Tail),
+        ..Default::default()
+    })
+    .erase()
+}
+
+fn project(_input: &BashInput, output: &Value) -> Vec<Content> {
+    vec![Content::text(
+        output["output"].as_str().unwrap_or_default().to_owned(),
+    )]
+}
+
+async fn bash(
+    env: &ToolEnv,
+    options: &BashOptions,
+    cx: &Context,
+    input: BashInput,
+) -> Result<BashOutput, ToolFailure> {
+    if input.command.trim().is_empty() {
+        return Err(ToolFailure::new("`command` is empty, so nothing was run.")
+            .with_hint("Pass the command line to run in `command`."));
+    }
+    let timeout = timeout(options, input.timeout)?;
+    let (cwd, workdir) = match &input.workdir {
+        None => (env.fs().root().to_path_buf(), ".".to_owned()),
+        Some(dir) => {
+            let target = env.resolve(cx, dir).await?;
+            let name = target.display_name();
+            if !target.exists {
+                return Err(ToolFailure::new(format!(
+                    "The working directory `{name}` does not exist, so nothing was run."
+                ))
+                .with_hint(
+                    "Check the path, or leave `workdir` out to run in the working directory.",
+                ));
+            }
+            if !target.path.is_dir() {
+                return Err(ToolFailure::new(format!(
+                    "`workdir` must be a directory, but `{name}` is a file, so nothing was run."
+                ))
+                .with_hint("Pass the directory that contains it."));
+            }
+            (target.path, name)
+        }
+    };
+    if let Some(title) = input
+        .description
+        .as_deref()
+        .filter(|d| !d.trim().is_empty())
+    {
+        cx.set_title(title);
+    }
+
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let found = scan::scan(&input.command, &cwd, env.fs().root(), home.as_deref());
+    for dir in &found.external_directories {
+        let ask = Ask::new("external_directory", [dir.clone()])
+            .with_always([dir.clone()])
+            .with_metadata(json!({
+                "command": input.command,
+                "parentDir": dir.trim_end_matches("/*"),
+            }));
+        env.gate.ask(cx, ask).await?;
+    }
+    let patterns = found.bash_patterns();
+    if !patterns.is_empty() {
+        let ask = Ask::new("bash", patterns)
+            .with_always(found.always_patterns())
+            .with_metadata(json!({
+                "command": input.command,
+                "description": input.description,
+            }));
+        env.gate.ask(cx, ask).await?;
+    }
+
+    let shell = choose_shell(std::env::var_os("TACKLE_SHELL"), std::env::var_os("PATH"))?;
+    let spec = run::Spec {
+        shell: shell.clone(),
+        command: input.command.clone(),
+        cwd,
+        env: run::child_env(std::env::vars_os()),
+        timeout,
+        die_with_parent: options.die_with_parent,
+        limits: CaptureLimits {
+            memory: options.memory_bytes,
+            head: options.head_bytes,
+            spool_cap: options.spool_cap,
+            spool_dir: options.spool_dir.clone(),
+        },
+    };
+    let progress = |tail: &str| {
+        cx.set_metadata(json!({"output": tail, "description": input.description}));
+    };
+    let finished = run::run(spec, cx.cancellation(), &progress)
+        .await
+        .map_err(|e| {
+            ToolFailure::new(format!(
+                "The shell `{}` could not be started: {e}. Nothing was run.",
+                shell.display()
+            ))
+        })?;
+    if finished.cancelled {
+        return Err(ToolFailure::new("The command was interrupted and stopped."));
+    }
+    Ok(render(finished, timeout, workdir, &shell))
+}
+
+/// The output text and fields of a finished run.
+fn render(finished: run::Finished, timeout: Duration, workdir: String, shell: &Path) -> BashOutput {
+    let capture = finished.capture;
+    let mut output = if capture.text.is_empty() {
+        "(no output)".to_owned()
+    } else {
+        capture.text
+    };
+    if !output.ends_with('\n') {
+        output.push('\n');
+    }
+    let exit_code = finished.status.and_then(|s| s.code());
+    let signal = finished.status.and_then(|s| s.signal());
+    output.push('\n');
+    match (exit_code, signal) {
+        (Some(code), _) => output.push_str(&format!("exit: {code}")),
+        (None, Some(sig)) => {
+            output.push_str(&format!("exit: killed by signal {sig}{}", signal_name(sig)))
+        }
+        (None, None) => output.push_str("exit: unknown (the shell could not be waited for)"),
+    }
+    if finished.timed_out {
+        let (how, left) = match finished.stop {
+            Some(Stop::Term) | None => ("SIGTERM", ""),
+            Some(Stop::TermThenKill) => ("SIGTERM, then SIGKILL", ""),
+            Some(Stop::Lingering) => (
+                "SIGTERM, then SIGKILL",
+                " A process it started was still running 2 seconds after SIGKILL.",
+            ),
+        };
+        output.push_str(&format!(
+            "\nCommand timed out after {} and was stopped ({how}).{left} Retry with a larger \
+             timeout, or run long-lived servers in the background with their output redirected \
+             to a file.",
+            human_duration(timeout)
+        ));
+    }
+    if finished.background {
+        if run::KILL_BACKGROUND {
+            output.push_str(
+                "\nBackground processes that kept the output open were stopped. Redirect the \
+                 output of background processes to a file (`cmd > out.log 2>&1 &`) to keep them \
+                 running.",
+            );
+        } else {
+            output.push_str(
+                "\nBackground processes kept the output open and were left running; their later \
+                 output is not shown.",
+            );
+        }
+    }
+    if capture.dropped > 0 {
+        output.push_str(&format!(
+            "\nNote: {} of {} bytes of output were dropped: only the first {} bytes were saved \
+             and the last {} bytes kept.",
+            thousands(capture.dropped),
+            thousands(capture.total),
+            thousands(capture.spooled),
+            thousands(capture.tail),
+        ));
+    }
+    if let Some(error) = &capture.spool_error {
+        output.push_str(&format!(
+            "\nThe spool file could not be written in full: {error}."
+        ));
+    }
+    BashOutput {
+        output,
+        exit_code,
+        signal,
+        timed_out: finished.timed_out,
+        bytes: capture.total,
+        lines: capture.lines,
+        dropped_bytes: capture.dropped,
+        spool_path: capture.spool_path.map(|p| p.to_string_lossy().into_owned()),
+        background_stopped: finished.background && run::KILL_BACKGROUND,
+        workdir,
+        shell: shell.to_string_lossy().into_owned(),
+    }
+}
+
+/// The call's timeout, checked against the options.
+fn timeout(options: &BashOptions, ms: Option<u64>) -> Result<Duration, ToolFailure> {
+    let Some(ms) = ms else {
+        return Ok(options.default_timeout);
+    };
+    let max = options.max_timeout.as_millis();
+    if ms == 0 {
+        return Err(
+            ToolFailure::new("`timeout` is 0 ms, so nothing was run.").with_hint(
+                "Pass a timeout in milliseconds, or leave it out for the 2-minute default.",
+            ),
+        );
+    }
+    if u128::from(ms) > max {
+        return Err(ToolFailure::new(format!(
+            "`timeout` is {} ms, over the maximum of {} ms ({}), so nothing was run.",
+            thousands(ms),
+            thousands(u64::try_from(max).unwrap_or(u64::MAX)),
+            human_duration(options.max_timeout),
+        ))
+        .with_hint(
+            "Pass a smaller timeout, or run long-lived work in the background with its output \
+             redirected to a file.",
+        ));
+    }
+    Ok(Duration::from_millis(ms))
+}
+
+/// Shells that cannot run POSIX command lines.
+const REFUSED_SHELLS: &[&str] = &["fish", "nu"];
+
+/// The shell to run: `$TACKLE_SHELL` when set, else `bash` from `PATH`, else `/bin/sh`.
+fn choose_shell(
+    configured: Option<OsString>,
+    path: Option<OsString>,
+) -> Result<PathBuf, ToolFailure> {
+    if let Some(configured) = configured.filter(|s| !s.is_empty()) {
+        let configured = PathBuf::from(configured);
+        let name = configured
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if REFUSED_SHELLS.contains(&name.as_str()) {
+            return Err(ToolFailure::new(format!(
+                "The configured shell (`TACKLE_SHELL={}`) is {name}, which cannot run POSIX \
+                 command lines, so nothing was run.",
+                configured.display()
+            ))
+            .with_hint("Ask the user to set `TACKLE_SHELL` to bash or sh, or to unset it."));
+        }
+        return find_program(&configured, path.as_deref()).ok_or_else(|| {
+            ToolFailure::new(format!(
+                "The configured shell (`TACKLE_SHELL={}`) was not found, so nothing was run.",
+                configured.display()
+            ))
+            .with_hint("Ask the user to set `TACKLE_SHELL` to an installed shell, or to unset it.")
+        });
+    }
+    Ok(
+        find_program(Path::new("bash"), path.as_deref())
+            .unwrap_or_else(|| PathBuf::from("/bin/sh")),
+    )
+}
+
+/// `program` as an executable file: itself when it has a `/`, else the first match on `path`.
+fn find_program(program: &Path, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.components().count() > 1 {
+        return executable(program).then(|| program.to_path_buf());
+    }
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}
+
+/// ` (SIGKILL)` for the usual signals, empty otherwise.
+fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig)
+        .map(|s| format!(" ({})", s.as_str()))
+        .unwrap_or_default()
+}
+
+/// A duration as `2m 0s`, `1.5s` or `500 ms`.
+fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        if ms.is_multiple_of(1000) {
+            format!("{}s", ms / 1000)
+        } else {
+            format!("{:.1}s", ms as f64 / 1000.0)
+        }
+    } else {
+        format!("{}m {}s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}
