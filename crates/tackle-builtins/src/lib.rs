@@ -26,4 +26,7 @@ pub mod tools;
 
 pub use fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved, StaleRead, WriteReport};
 pub use gate::{Ask, Gate};
-pub use tools::{FileToolOptions, ToolEnv, file_tools, search_tools, shell_tools};
+pub use tools::{
+    Answer, AskFuture, FileToolOptions, Question, QuestionAsker, QuestionOption, SkillCatalog,
+    ToolEnv, agent_tools, discover_skills, file_tools, search_tools, shell_tools, skill_tools,
+};

@@ -30,7 +30,10 @@ mod glob;
 mod grep;
 mod instructions;
 mod list;
+mod question;
 mod read;
+mod skill;
+mod todo;
 mod write;
 
 #[cfg(test)]
@@ -42,7 +45,15 @@ pub use edit::{EditInput, EditOutput, MultiEditInput, MultiEditOutput, OneEdit};
 pub use glob::{GlobInput, GlobOutput};
 pub use grep::{GrepInput, GrepOutput};
 pub use list::{ListInput, ListOutput};
+pub use question::{
+    Answer, AskFuture, MAX_HEADER_CHARS, Question, QuestionAnswer, QuestionAsker, QuestionInput,
+    QuestionOption, QuestionOutput,
+};
 pub use read::{ReadInput, ReadKind, ReadOutput};
+pub use skill::{Skill, SkillCatalog, SkillInput, SkillOutput, SkillWarning, discover_skills};
+pub use todo::{
+    Todo, TodoItem, TodoOutput, TodoPriority, TodoReadInput, TodoStatus, TodoWriteInput,
+};
 pub use write::{WriteInput, WriteOutput};
 
 /// Options of the file tools. `Default` gives the documented behaviour.
@@ -78,6 +89,8 @@ pub struct ToolEnv {
     pub(crate) gate: Gate,
     pub(crate) options: Arc<FileToolOptions>,
     pub(crate) instructions: instructions::Shown,
+    /// Where session facts persist, when the host provides a store.
+    pub(crate) state: Option<Arc<dyn SessionState>>,
 }
 
 impl fmt::Debug for ToolEnv {
@@ -101,6 +114,7 @@ impl ToolEnv {
             gate: Gate::allow_all(),
             options: Arc::new(FileToolOptions::default()),
             instructions: instructions::Shown::default(),
+            state: None,
         }
     }
 
@@ -116,7 +130,8 @@ impl ToolEnv {
         if self.options.read_before_write {
             self.reads = ReadTracker::persistent(state.clone());
         }
-        self.instructions = instructions::Shown::persistent(state);
+        self.instructions = instructions::Shown::persistent(state.clone());
+        self.state = Some(state);
         self
     }
 
@@ -187,6 +202,29 @@ pub fn search_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
 /// The shell tool, named as the model calls it: `bash`.
 pub fn shell_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
     vec![("bash", bash::tool(env))]
+}
+
+/// The agent tools, named as the model calls them: `todowrite` and `todoread`, and `question`
+/// when the host can put questions to the user through `asker`.
+///
+/// The todo list persists in the environment's session state; without one, the two todo tools
+/// returned by one call share an in-memory list per session.
+pub fn agent_tools(
+    env: &ToolEnv,
+    asker: Option<Arc<dyn QuestionAsker>>,
+) -> Vec<(&'static str, AnyTool)> {
+    let (todowrite, todoread) = todo::tools(env);
+    let mut tools = vec![("todowrite", todowrite), ("todoread", todoread)];
+    if let Some(asker) = asker {
+        tools.push(("question", question::tool(env, asker)));
+    }
+    tools
+}
+
+/// The skill tool, named as the model calls it: `skill`, over the skills in `catalog` (found
+/// with [`discover_skills`]). Its description lists them.
+pub fn skill_tools(env: &ToolEnv, catalog: SkillCatalog) -> Vec<(&'static str, AnyTool)> {
+    vec![("skill", skill::tool(env, catalog))]
 }
 
 /// A model-facing failure from any displayable error.

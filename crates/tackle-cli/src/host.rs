@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow};
-use tackle_builtins::{Gate, LocationFs, ToolEnv, file_tools, search_tools, shell_tools};
+use tackle_builtins::{
+    Gate, LocationFs, ToolEnv, agent_tools, discover_skills, file_tools, search_tools, shell_tools,
+    skill_tools,
+};
 use tackle_core::ToolDefinition;
 use tackle_permission::{
     Agent, ConfigContext, ConfigValue, PRESET_NAMES, PermissionService, PresetContext, Ruleset,
@@ -101,11 +104,24 @@ impl Host {
 }
 
 /// The tools the command offers. Tools of later issues register here.
+///
+/// `question` is left out: a one-shot command has nobody to ask mid-call.
 fn builtin_tools(env: &ToolEnv) -> ToolSet {
+    let skills = discover_skills(env.fs().root(), dirs::home_dir().as_deref());
+    for warning in &skills.warnings {
+        eprintln!("tackle: skipped a skill: {warning}");
+    }
     file_tools(env)
         .into_iter()
         .chain(search_tools(env))
         .chain(shell_tools(env))
+        .chain(agent_tools(env, None))
+        // With no skills, `skill` has nothing to offer and is not advertised.
+        .chain(if skills.skills.is_empty() {
+            Vec::new()
+        } else {
+            skill_tools(env, skills)
+        })
         .collect()
 }
 
