@@ -27,6 +27,8 @@ pub mod tools;
 pub use fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved, StaleRead, WriteReport};
 pub use gate::{Ask, Gate};
 pub use tools::{
-    Answer, AskFuture, FileToolOptions, Question, QuestionAsker, QuestionOption, SkillCatalog,
-    ToolEnv, agent_tools, discover_skills, file_tools, search_tools, shell_tools, skill_tools,
+    Answer, AskFuture, FileToolOptions, Question, QuestionAsker, QuestionOption, RunFuture,
+    SkillCatalog, SubagentReport, SubagentRequest, SubagentRunner, SubagentStatus, ToolEnv,
+    WebSearchConfig, agent_tools, discover_skills, file_tools, search_tools, shell_tools,
+    skill_tools, task_tools, web_tools,
 };

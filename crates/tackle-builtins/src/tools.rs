@@ -19,6 +19,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use tackle_core::{AnyTool, Context, SessionState, ToolFailure};
+use tackle_permission::{Agent, Ruleset};
 
 use crate::fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved};
 use crate::gate::Gate;
@@ -33,7 +34,10 @@ mod list;
 mod question;
 mod read;
 mod skill;
+mod task;
 mod todo;
+mod webfetch;
+mod websearch;
 mod write;
 
 #[cfg(test)]
@@ -51,9 +55,15 @@ pub use question::{
 };
 pub use read::{ReadInput, ReadKind, ReadOutput};
 pub use skill::{Skill, SkillCatalog, SkillInput, SkillOutput, SkillWarning, discover_skills};
+pub use task::{
+    RunFuture, SubagentReport, SubagentRequest, SubagentRunner, SubagentStatus, TaskInput,
+    TaskOutput,
+};
 pub use todo::{
     Todo, TodoItem, TodoOutput, TodoPriority, TodoReadInput, TodoStatus, TodoWriteInput,
 };
+pub use webfetch::{WebFetchFormat, WebFetchInput, WebFetchOutput};
+pub use websearch::{SearchType, WebSearchConfig, WebSearchInput, WebSearchOutput};
 pub use write::{WriteInput, WriteOutput};
 
 /// Options of the file tools. `Default` gives the documented behaviour.
@@ -225,6 +235,29 @@ pub fn agent_tools(
 /// with [`discover_skills`]). Its description lists them.
 pub fn skill_tools(env: &ToolEnv, catalog: SkillCatalog) -> Vec<(&'static str, AnyTool)> {
     vec![("skill", skill::tool(env, catalog))]
+}
+
+/// The web tools, named as the model calls them: `webfetch`, and `websearch` when `search`
+/// configures a provider (see [`WebSearchConfig::from_env`]).
+pub fn web_tools(env: &ToolEnv, search: Option<WebSearchConfig>) -> Vec<(&'static str, AnyTool)> {
+    let mut tools = vec![("webfetch", webfetch::tool(env))];
+    if let Some(config) = search {
+        tools.push(("websearch", websearch::tool(env, config)));
+    }
+    tools
+}
+
+/// The task tool, named as the model calls it: `task`. It runs the subagents in `subagents` that
+/// a caller under `caller_rules` may start (mode `Subagent`, `task` not denied) through `runner`;
+/// its description lists them. A host without a runner does not call this, so `task` is not
+/// advertised.
+pub fn task_tools(
+    env: &ToolEnv,
+    runner: Arc<dyn SubagentRunner>,
+    subagents: Vec<Agent>,
+    caller_rules: Ruleset,
+) -> Vec<(&'static str, AnyTool)> {
+    vec![("task", task::tool(env, runner, subagents, caller_rules))]
 }
 
 /// A model-facing failure from any displayable error.

@@ -6,14 +6,16 @@ use std::sync::Arc;
 use anyhow::{Context as _, anyhow};
 use tackle_builtins::{
     Gate, LocationFs, ToolEnv, agent_tools, discover_skills, file_tools, search_tools, shell_tools,
-    skill_tools,
+    skill_tools, web_tools,
 };
 use tackle_core::ToolDefinition;
 use tackle_permission::{
     Agent, ConfigContext, ConfigValue, PRESET_NAMES, PermissionService, PresetContext, Ruleset,
     agent_with_user_rules, preset, ruleset_from_config, visible_filter,
 };
-use tackle_registry::{Location, Registration, SettlementConfig, ToolRegistry, ToolSet, Turn};
+use tackle_registry::{
+    BatchOptions, Location, Registration, SettlementConfig, ToolRegistry, ToolSet, Turn, batch_tool,
+};
 use tackle_store::{
     DEFAULT_RETENTION, FsOutputStore, SqliteJournal, SqliteSavedApprovals, SqliteSessionState,
 };
@@ -35,6 +37,8 @@ pub(crate) struct Host {
     rules: Ruleset,
     /// Keeps the tools registered; dropping it would unregister them.
     _tools: Registration,
+    /// Keeps `batch` registered.
+    _batch: Registration,
 }
 
 impl Host {
@@ -88,10 +92,26 @@ impl Host {
         let tools = location
             .register(builtin_tools(&env))
             .map_err(|e| anyhow!(e))?;
+        // Built-ins only: external tools (MCP, custom) join the allow-list deliberately.
+        let batchable: Vec<String> = builtin_names(&location);
+        let visible = visible_filter(rules.clone());
+        let batch = location
+            .register(ToolSet::new().with(
+                "batch",
+                batch_tool(
+                    &location,
+                    move |name: &str, _: &ToolDefinition| visible(name),
+                    BatchOptions {
+                        allowed: Some(batchable),
+                    },
+                ),
+            ))
+            .map_err(|e| anyhow!(e))?;
         Ok(Self {
             location,
             rules,
             _tools: tools,
+            _batch: batch,
         })
     }
 
@@ -116,12 +136,23 @@ fn builtin_tools(env: &ToolEnv) -> ToolSet {
         .chain(search_tools(env))
         .chain(shell_tools(env))
         .chain(agent_tools(env, None))
+        .chain(web_tools(env, tackle_builtins::WebSearchConfig::from_env()))
         // With no skills, `skill` has nothing to offer and is not advertised.
         .chain(if skills.skills.is_empty() {
             Vec::new()
         } else {
             skill_tools(env, skills)
         })
+        .collect()
+}
+
+/// The names of the tools registered so far: the built-ins `batch` may call.
+fn builtin_names(location: &Location) -> Vec<String> {
+    location
+        .materialize(tackle_registry::AllTools)
+        .tools()
+        .iter()
+        .map(|tool| tool.name().to_owned())
         .collect()
 }
 

@@ -45,7 +45,9 @@ pub use ports::{
     Journal, JournalError, ManagedRef, OutcomeKind, OutputStore, ParseOutcomeKindError,
     PhaseTimings, RetentionError, SessionState, SessionStateError, SettlementRecord,
 };
-pub use tool::{AnyTool, Invocation, InvocationOutcome, InvocationTimings, Tool, ToolDefinition};
+pub use tool::{
+    AnyTool, Concurrency, Invocation, InvocationOutcome, InvocationTimings, Tool, ToolDefinition,
+};
 
 /// Re-exported so `OutputStore` adapters need no `bytes` dependency of their own.
 pub use bytes::Bytes;

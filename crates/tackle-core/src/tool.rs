@@ -15,8 +15,8 @@ use quanta::Instant as PhaseClock;
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Either, select};
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bound::LimitsOverride;
@@ -51,6 +51,43 @@ pub struct ToolDefinition {
     /// agent or per-call override. Command output, for example, prefers `Direction::Tail`.
     #[serde(skip)]
     pub output_limits: LimitsOverride,
+    /// Which calls of this tool may run at the same time as other calls. Not advertised to the
+    /// provider; schedulers such as the registry's `batch` tool read it.
+    #[serde(skip)]
+    pub concurrency: Concurrency,
+}
+
+/// Which calls of a tool may run at the same time as other calls.
+///
+/// A scheduler uses it to overlap what is safe to overlap and to serialize the rest in the
+/// order the model sent the calls. The default is [`Concurrency::Exclusive`]: a tool that
+/// declares nothing runs alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Concurrency {
+    /// The tool only reads. Its calls may overlap any other read-only call.
+    ReadOnly,
+    /// The tool writes the path or paths named by the top-level argument `argument` (a string,
+    /// or an array of strings). Calls writing the same path run one after another in order;
+    /// calls writing different paths may overlap. When the argument is missing or has another
+    /// type, the call is treated as [`Concurrency::Exclusive`].
+    WritesPaths {
+        /// The name of the top-level argument that holds the path, such as `filePath`.
+        argument: String,
+    },
+    /// The call runs alone: it waits for every earlier call, and no later call starts until it
+    /// has finished.
+    #[default]
+    Exclusive,
+}
+
+impl Concurrency {
+    /// A tool that writes the path named by the top-level argument `argument`.
+    pub fn writes_paths(argument: impl Into<String>) -> Self {
+        Concurrency::WritesPaths {
+            argument: argument.into(),
+        }
+    }
 }
 
 /// A typed tool: a description, one executor, and optionally a projection for the model.
@@ -137,6 +174,7 @@ where
             output_schema: output.schema.clone(),
             input_summary: input.summary.clone(),
             output_limits: LimitsOverride::default(),
+            concurrency: Concurrency::default(),
         });
         tracing::debug!(
             target: "tackle::tool",
@@ -189,6 +227,12 @@ where
     /// output). Agent and per-call overrides still take precedence.
     pub fn with_output_limits(self, limits: LimitsOverride) -> Self {
         self.edit(|inner| Arc::make_mut(&mut inner.definition).output_limits = limits)
+    }
+
+    /// Declares which calls of this tool may run at the same time as other calls. Without it a
+    /// tool is [`Concurrency::Exclusive`].
+    pub fn with_concurrency(self, concurrency: Concurrency) -> Self {
+        self.edit(|inner| Arc::make_mut(&mut inner.definition).concurrency = concurrency)
     }
 
     /// What a provider turn advertises for this tool.

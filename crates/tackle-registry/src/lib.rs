@@ -33,6 +33,7 @@
 
 #![deny(missing_docs)]
 
+mod batch;
 mod location;
 mod name;
 mod placement;
@@ -40,6 +41,7 @@ mod settle;
 mod suggest;
 mod turn;
 
+pub use batch::{BatchCallResult, BatchOptions, BatchOutput, MAX_BATCH_CALLS, batch_tool};
 pub use location::{Location, SettlementConfig};
 pub use placement::{Registration, RegistrationError, RegistrationId, ToolRegistry, ToolSet};
 pub use settle::{Defect, ModelError, ModelErrorKind, ModelResult, Outcome, Settlement, ToolCall};

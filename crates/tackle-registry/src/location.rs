@@ -95,7 +95,7 @@ impl LocationInner {
 /// yields a handle to the same Location.
 #[derive(Clone)]
 pub struct Location {
-    inner: Arc<LocationInner>,
+    pub(crate) inner: Arc<LocationInner>,
 }
 
 impl fmt::Debug for Location {

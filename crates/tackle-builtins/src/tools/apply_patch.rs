@@ -99,6 +99,7 @@ pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
             output["output"].as_str().unwrap_or_default().to_owned(),
         )]
     })
+    .with_concurrency(tackle_core::Concurrency::Exclusive)
     .erase()
 }
 

@@ -157,6 +157,7 @@ pub fn tool_with_options(env: &ToolEnv, options: BashOptions) -> AnyTool {
         direction: Some(Direction::Tail),
         ..Default::default()
     })
+    .with_concurrency(tackle_core::Concurrency::Exclusive)
     .erase()
 }
 

@@ -150,6 +150,7 @@ pub(crate) fn edit_tool(env: &ToolEnv) -> AnyTool {
         }
     })
     .with_projection(text_projection::<EditInput>)
+    .with_concurrency(tackle_core::Concurrency::writes_paths("filePath"))
     .erase()
 }
 
@@ -170,6 +171,7 @@ pub(crate) fn multiedit_tool(env: &ToolEnv) -> AnyTool {
         },
     )
     .with_projection(text_projection::<MultiEditInput>)
+    .with_concurrency(tackle_core::Concurrency::writes_paths("filePath"))
     .erase()
 }
 

@@ -79,6 +79,7 @@ pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
         async move { glob(&env, &cx, input).await }
     })
     .with_projection(project)
+    .with_concurrency(tackle_core::Concurrency::ReadOnly)
     .erase()
 }
 

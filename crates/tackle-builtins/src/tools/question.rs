@@ -118,6 +118,7 @@ pub(crate) fn tool(env: &ToolEnv, asker: Arc<dyn QuestionAsker>) -> AnyTool {
         async move { ask(&env, asker.as_ref(), &cx, input).await }
     })
     .with_projection(project)
+    .with_concurrency(tackle_core::Concurrency::Exclusive)
     .erase()
 }
 

@@ -87,6 +87,7 @@ pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
         async move { read(&env, &cx, input).await }
     })
     .with_projection(project)
+    .with_concurrency(tackle_core::Concurrency::ReadOnly)
     .erase()
 }
 

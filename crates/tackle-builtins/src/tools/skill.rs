@@ -338,6 +338,7 @@ pub(crate) fn tool(env: &ToolEnv, catalog: SkillCatalog) -> AnyTool {
         async move { load_skill(&env, &catalog, &cx, input).await }
     })
     .with_projection(project)
+    .with_concurrency(tackle_core::Concurrency::ReadOnly)
     .erase()
 }
 

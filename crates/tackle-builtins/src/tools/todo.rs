@@ -182,6 +182,7 @@ pub(crate) fn tools(env: &ToolEnv) -> (AnyTool, AnyTool) {
             },
         )
         .with_projection(project::<TodoWriteInput>)
+        .with_concurrency(tackle_core::Concurrency::Exclusive)
         .erase()
     };
     let read = Tool::new(READ_DESCRIPTION, move |_: TodoReadInput, cx: Context| {
@@ -189,6 +190,7 @@ pub(crate) fn tools(env: &ToolEnv) -> (AnyTool, AnyTool) {
         async move { read(store.as_ref(), &cx) }
     })
     .with_projection(project::<TodoReadInput>)
+    .with_concurrency(tackle_core::Concurrency::ReadOnly)
     .erase();
     (write, read)
 }

@@ -461,3 +461,16 @@ fn covers_is_conservative() {
         assert_eq!(covers(outer, inner), expected, "{outer} covers {inner}");
     }
 }
+
+#[test]
+fn every_preset_asks_before_fetching_from_a_private_address() {
+    for name in PRESET_NAMES {
+        let agent = preset(name, &ctx()).unwrap();
+        // Ask, or deny for agents that deny whatever they do not list; never a silent allow.
+        assert_ne!(
+            agent.rules.evaluate("webfetch_private", "127.0.0.1"),
+            Action::Allow,
+            "{name}"
+        );
+    }
+}
