@@ -85,7 +85,12 @@ pub fn default_rules(ctx: &PresetContext) -> Ruleset {
     let mut rules = Ruleset::new();
     rules.push(Rule::new("*", "*", Action::Allow, source.clone()));
     rules.push(Rule::new("doom_loop", "*", Action::Ask, source.clone()));
-    rules.push(Rule::new("webfetch_private", "*", Action::Ask, source.clone()));
+    rules.push(Rule::new(
+        "webfetch_private",
+        "*",
+        Action::Ask,
+        source.clone(),
+    ));
     rules.extend(external_directory_rules(ctx, &source));
     for permission in ["question", "plan_enter", "plan_exit"] {
         rules.push(Rule::new(permission, "*", Action::Deny, source.clone()));
