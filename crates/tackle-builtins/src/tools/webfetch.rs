@@ -549,7 +549,7 @@ fn too_large(url: &Url, what: &str) -> ToolFailure {
 
 /// The error and its sources, joined, so "error sending request" says why. The URL reqwest
 /// appends is left out: the caller names it already.
-fn error_chain(error: &reqwest::Error) -> String {
+pub(crate) fn error_chain(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
     if let Some(url) = error.url() {
         text = text

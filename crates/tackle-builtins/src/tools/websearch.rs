@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
 
 use super::ToolEnv;
+use super::webfetch::error_chain;
 use crate::gate::Ask;
 
 #[cfg(test)]
@@ -284,21 +285,6 @@ async fn post(config: &WebSearchConfig, request: &Value) -> Result<String, Strin
         ));
     }
     Ok(text)
-}
-
-/// The reqwest error and its sources, joined, so "error sending request" says why.
-fn error_chain(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(inner) = source {
-        let inner_text = inner.to_string();
-        if !text.contains(&inner_text) {
-            text.push_str(": ");
-            text.push_str(&inner_text);
-        }
-        source = inner.source();
-    }
-    text
 }
 
 /// The JSON-RPC response in `body`, plain JSON or server-sent events, rendered as text.
