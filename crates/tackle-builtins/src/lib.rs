@@ -27,8 +27,9 @@ pub mod tools;
 pub use fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved, StaleRead, WriteReport};
 pub use gate::{Ask, Gate};
 pub use tools::{
-    Answer, AskFuture, FileToolOptions, Question, QuestionAsker, QuestionOption, RunFuture,
-    SkillCatalog, SubagentReport, SubagentRequest, SubagentRunner, SubagentStatus, ToolEnv,
-    WebSearchConfig, agent_tools, discover_skills, file_tools, search_tools, shell_tools,
-    skill_tools, task_tools, web_tools,
+    Answer, AskFuture, CustomCatalog, CustomManifest, CustomWarning, FileToolOptions, Question,
+    QuestionAsker, QuestionOption, RunFuture, SkillCatalog, SubagentReport, SubagentRequest,
+    SubagentRunner, SubagentStatus, ToolEnv, TrustMode, WebSearchConfig, agent_tools, custom_tools,
+    discover_custom_tools, discover_skills, file_tools, search_tools, shell_tools, skill_tools,
+    task_tools, web_tools,
 };

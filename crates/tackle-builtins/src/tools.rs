@@ -26,6 +26,7 @@ use crate::gate::Gate;
 
 mod apply_patch;
 pub mod bash;
+mod custom;
 mod edit;
 mod glob;
 mod grep;
@@ -45,6 +46,11 @@ mod tests;
 
 pub use apply_patch::{ApplyPatchInput, ApplyPatchOutput, PatchedFile};
 pub use bash::{BashInput, BashOutput};
+pub use custom::{
+    CustomCatalog, CustomCommand, CustomManifest, CustomSource, CustomWarning,
+    DEFAULT_TIMEOUT as CUSTOM_DEFAULT_TIMEOUT, MAX_TIMEOUT as CUSTOM_MAX_TIMEOUT, TRUST_PERMISSION,
+    TrustMode, custom_tools, discover_custom_tools,
+};
 pub use edit::{EditInput, EditOutput, MultiEditInput, MultiEditOutput, OneEdit};
 pub use glob::{GlobInput, GlobOutput};
 pub use grep::{GrepInput, GrepOutput};

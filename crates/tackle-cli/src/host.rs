@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow};
 use tackle_builtins::{
-    Gate, LocationFs, ToolEnv, agent_tools, discover_skills, file_tools, search_tools, shell_tools,
-    skill_tools, web_tools,
+    Gate, LocationFs, ToolEnv, TrustMode, agent_tools, custom_tools, discover_custom_tools,
+    discover_skills, file_tools, search_tools, shell_tools, skill_tools, web_tools,
 };
 use tackle_core::ToolDefinition;
 use tackle_permission::{
@@ -39,6 +39,8 @@ pub(crate) struct Host {
     _tools: Registration,
     /// Keeps `batch` registered.
     _batch: Registration,
+    /// Keeps the custom command tools registered.
+    _custom: Registration,
 }
 
 impl Host {
@@ -107,11 +109,16 @@ impl Host {
                 ),
             ))
             .map_err(|e| anyhow!(e))?;
+        // Custom tools come last: they are not batchable and never replace a built-in.
+        let custom = location
+            .register(custom_toolset(&env, &location))
+            .map_err(|e| anyhow!(e))?;
         Ok(Self {
             location,
             rules,
             _tools: tools,
             _batch: batch,
+            _custom: custom,
         })
     }
 
@@ -142,6 +149,25 @@ fn builtin_tools(env: &ToolEnv) -> ToolSet {
             Vec::new()
         } else {
             skill_tools(env, skills)
+        })
+        .collect()
+}
+
+/// The custom command tools of the project and the user, minus any whose name is taken.
+fn custom_toolset(env: &ToolEnv, location: &Location) -> ToolSet {
+    let catalog = discover_custom_tools(env.fs().root(), dirs::home_dir().as_deref());
+    for warning in &catalog.warnings {
+        eprintln!("tackle: skipped a custom tool: {warning}");
+    }
+    let taken = builtin_names(location);
+    custom_tools(env, &catalog, TrustMode::AskForProject)
+        .into_iter()
+        .filter(|(name, _)| {
+            let clash = taken.iter().any(|t| t == name) || name == "batch";
+            if clash {
+                eprintln!("tackle: skipped custom tool `{name}`: a built-in tool has that name");
+            }
+            !clash
         })
         .collect()
 }

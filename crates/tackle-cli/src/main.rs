@@ -1,4 +1,4 @@
-//! The `tackle` command: settle one tool call, or list the advertised tools, from the shell.
+//! The `tackle` command: settle one tool call, list the advertised tools, or serve them over MCP.
 //!
 //! This is the only place in the workspace that parses argv and uses `anyhow`. Exit codes:
 //! 0 for success, 1 for a result the model would see as an error, 2 for an operational error.
@@ -11,6 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, bail};
 use clap::{Args, Parser, Subcommand};
 use tackle_core::{CallIdentity, CancellationToken, Context};
+use tackle_mcp::TackleServer;
 use tackle_registry::ToolCall;
 
 mod approve;
@@ -44,9 +45,10 @@ struct Global {
     /// The agent whose permissions apply.
     #[arg(long, global = true, value_name = "NAME", default_value = "build")]
     agent: String,
-    /// The session ID; read tracking is kept per session across runs.
-    #[arg(long, global = true, value_name = "ID", default_value = "cli")]
-    session: String,
+    /// The session ID; read tracking is kept per session across runs (default: `cli`, or
+    /// `mcp` for `serve`).
+    #[arg(long, global = true, value_name = "ID")]
+    session: Option<String>,
     /// Where the journal and managed outputs live (default: $TACKLE_DATA_DIR, else the
     /// platform data directory joined with `tackle`).
     #[arg(long, global = true, value_name = "DIR")]
@@ -71,11 +73,21 @@ enum Command {
         #[arg(long)]
         yes: bool,
     },
+    /// Serve the agent's tools to an MCP client over stdin and stdout.
+    Serve {
+        /// Approve every permission question once; without it, questions are refused.
+        #[arg(long)]
+        yes: bool,
+    },
     /// List the tools the agent is offered.
     Tools {
         /// Print a JSON array of `{name, description, inputSchema}`.
         #[arg(long)]
         json: bool,
+        /// Print the tools as one provider's tool definitions: openai, anthropic, gemini or mcp.
+        /// A tool the provider cannot express is reported on stderr and left out.
+        #[arg(long, value_name = "PROVIDER", conflicts_with = "json")]
+        provider: Option<tackle_core::Provider>,
     },
 }
 
@@ -117,7 +129,21 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => default_data_dir()?,
     };
     match cli.command {
-        Command::Tools { json } => {
+        Command::Serve { yes } => {
+            let host = Host::open(HostOptions {
+                root,
+                agent: agent.clone(),
+                data_dir,
+                config,
+                ask: if yes { AskMode::Yes } else { AskMode::Refuse },
+            })?;
+            let server = TackleServer::from_turns(move || host.materialize())
+                .with_agent(agent)
+                .with_session(session.unwrap_or_else(|| "mcp".to_owned()));
+            tackle_mcp::serve_stdio(server).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tools { json, provider } => {
             let host = Host::open(HostOptions {
                 root,
                 agent,
@@ -126,10 +152,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ask: AskMode::Refuse,
             })?;
             let turn = host.materialize();
-            let text = if json {
-                render::tools_json(&turn)?
-            } else {
-                render::tools_plain(&turn)
+            let text = match provider {
+                Some(provider) => render::tools_provider(&turn, provider)?,
+                None if json => render::tools_json(&turn)?,
+                None => render::tools_plain(&turn),
             };
             print_stdout(&text)?;
             Ok(ExitCode::SUCCESS)
@@ -175,6 +201,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     on_interrupt.cancel();
                 }
             });
+            let session = session.unwrap_or_else(|| "cli".to_owned());
             let cx = Context::new(identity(&session, &agent), cancel);
             let settlement = turn.settle(cx, ToolCall::new(name, arguments)).await;
             let text = if json {

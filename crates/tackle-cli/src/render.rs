@@ -90,3 +90,23 @@ pub(crate) fn tools_json(turn: &Turn) -> anyhow::Result<String> {
         .collect();
     Ok(serde_json::to_string_pretty(&tools)?)
 }
+
+/// The advertised tools in `provider`'s tool-definition shape. A tool the provider cannot
+/// express is reported on stderr and left out; the others are still printed.
+pub(crate) fn tools_provider(
+    turn: &Turn,
+    provider: tackle_core::Provider,
+) -> anyhow::Result<String> {
+    let (tools, errors) = tackle_core::export_tools(
+        provider,
+        turn.tools()
+            .iter()
+            .map(|tool| (tool.name(), &**tool.definition())),
+    );
+    for error in &errors {
+        eprintln!("tackle: skipped a tool: {error}");
+    }
+    Ok(serde_json::to_string_pretty(&serde_json::Value::Array(
+        tools,
+    ))?)
+}

@@ -105,6 +105,24 @@ impl fmt::Display for InvalidInput {
     }
 }
 
+/// Why an input schema given at run time was refused when its tool was built.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("invalid input schema: {message}")]
+pub struct SchemaError {
+    /// What is wrong, with the location in the schema when the problem has one (such as
+    /// `at /properties/count/type: 7 is not valid under any of the schemas listed in the 'anyOf'
+    /// keyword`).
+    pub message: String,
+}
+
+impl SchemaError {
+    fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
 /// A type's JSON schema with its compiled validator and a one-line summary, built once per type.
 pub(crate) struct SchemaInfo {
     pub(crate) schema: Arc<Value>,
@@ -167,6 +185,48 @@ impl SchemaInfo {
             has_schema_only_constraints,
             summary,
         }
+    }
+
+    /// Schema information for an input schema given at run time (custom and MCP tools).
+    ///
+    /// The schema must be a JSON object describing an object (a `type`, when present, must allow
+    /// `object`) and must compile. Arguments of such a tool always take the validating path, since
+    /// serde accepts any JSON as a `Value`.
+    pub(crate) fn dynamic(schema: Value) -> Result<Self, SchemaError> {
+        let Some(map) = schema.as_object() else {
+            return Err(SchemaError::new(format!(
+                "the schema must be a JSON object, got {}",
+                describe(&schema)
+            )));
+        };
+        let allows_object = match map.get("type") {
+            None => true,
+            Some(Value::String(kind)) => kind == "object",
+            Some(Value::Array(kinds)) => kinds.iter().any(|k| k == "object"),
+            Some(_) => false,
+        };
+        if !allows_object {
+            return Err(SchemaError::new(format!(
+                "at /type: tool arguments are a JSON object, so `type` must be \"object\", got {}",
+                map["type"]
+            )));
+        }
+        let validator = jsonschema::options().build(&schema).map_err(|error| {
+            let location = error.instance_path().to_string();
+            let location = if location.is_empty() {
+                "/".to_owned()
+            } else {
+                location
+            };
+            SchemaError::new(format!("at {location}: {error}"))
+        })?;
+        let summary = summarize(&schema).into();
+        Ok(Self {
+            schema: Arc::new(schema),
+            validator,
+            has_schema_only_constraints: true,
+            summary,
+        })
     }
 
     /// Decodes provider arguments into `T`.

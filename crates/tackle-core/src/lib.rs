@@ -30,12 +30,14 @@ mod context;
 mod failure;
 mod ids;
 mod ports;
+mod provider;
 mod tool;
 
 pub use bound::{
     Bounded, Direction, LimitsOverride, Omitted, OutputLimits, Recovery, bound_output, bound_text,
     count_lines,
 };
+pub use codec::SchemaError;
 pub use codec::{Arguments, FieldError, InvalidInput};
 pub use content::{Content, ToolOutput};
 pub use context::{Context, Progress};
@@ -44,6 +46,10 @@ pub use ids::{AgentId, CallId, CallIdentity, MessageId, SessionId};
 pub use ports::{
     Journal, JournalError, ManagedRef, OutcomeKind, OutputStore, ParseOutcomeKindError,
     PhaseTimings, RetentionError, SessionState, SessionStateError, SettlementRecord,
+};
+pub use provider::{
+    GEMINI_KEYWORDS, OPENAI_DROPPED, ParseProviderError, Provider, SchemaCompatError, export_tool,
+    export_tools, restore_absent_fields,
 };
 pub use tool::{
     AnyTool, Concurrency, Invocation, InvocationOutcome, InvocationTimings, Tool, ToolDefinition,

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bound::LimitsOverride;
-use crate::codec::{Arguments, InvalidInput, SchemaInfo, schema_info};
+use crate::codec::{Arguments, InvalidInput, SchemaError, SchemaInfo, schema_info};
 use crate::content::{Content, ToolOutput};
 use crate::context::Context;
 use crate::failure::ToolFailure;
@@ -166,16 +166,12 @@ where
         Fut: Future<Output = Result<O, ToolFailure>> + Send + 'static,
     {
         let started = Instant::now();
-        let input = schema_info::<I>();
-        let output = schema_info::<O>();
-        let definition = Arc::new(ToolDefinition {
-            description: description.into(),
-            input_schema: input.schema.clone(),
-            output_schema: output.schema.clone(),
-            input_summary: input.summary.clone(),
-            output_limits: LimitsOverride::default(),
-            concurrency: Concurrency::default(),
-        });
+        let tool = Self::build(
+            description.into(),
+            schema_info::<I>(),
+            schema_info::<O>(),
+            execute,
+        );
         tracing::debug!(
             target: "tackle::tool",
             input = std::any::type_name::<I>(),
@@ -183,6 +179,27 @@ where
             elapsed_us = started.elapsed().as_micros() as u64,
             "built tool"
         );
+        tool
+    }
+
+    fn build<F, Fut>(
+        description: Arc<str>,
+        input: Arc<SchemaInfo>,
+        output: Arc<SchemaInfo>,
+        execute: F,
+    ) -> Self
+    where
+        F: Fn(I, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ToolFailure>> + Send + 'static,
+    {
+        let definition = Arc::new(ToolDefinition {
+            description,
+            input_schema: input.schema.clone(),
+            output_schema: output.schema.clone(),
+            input_summary: input.summary.clone(),
+            output_limits: LimitsOverride::default(),
+            concurrency: Concurrency::default(),
+        });
         Self {
             inner: Arc::new(ToolInner {
                 definition,
@@ -247,6 +264,36 @@ where
         O: Sync,
     {
         AnyTool(Arc::new(self))
+    }
+}
+
+impl Tool<Value, Value> {
+    /// Builds a tool whose input schema is known only at run time, such as a custom command tool
+    /// or a tool of an MCP server.
+    ///
+    /// `input_schema` must be a JSON Schema object describing the argument object; it is compiled
+    /// here, and a schema that does not compile (or does not describe an object) is refused with
+    /// a [`SchemaError`] naming the problem. The schema is advertised as is in
+    /// [`ToolDefinition::input_schema`], and every call's arguments are validated against it at
+    /// the codec boundary, with the same field-path errors as a typed tool: the executor only
+    /// ever sees arguments that match (stringified scalars coerced where the schema accepts
+    /// nothing else). The output is any JSON value.
+    pub fn with_schema<F, Fut>(
+        description: impl Into<Arc<str>>,
+        input_schema: Value,
+        execute: F,
+    ) -> Result<Self, SchemaError>
+    where
+        F: Fn(Value, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolFailure>> + Send + 'static,
+    {
+        let input = Arc::new(SchemaInfo::dynamic(input_schema)?);
+        Ok(Self::build(
+            description.into(),
+            input,
+            schema_info::<Value>(),
+            execute,
+        ))
     }
 }
 
@@ -493,3 +540,6 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         "a panic with a non-string payload".to_owned()
     }
 }
+
+#[cfg(test)]
+mod tests;

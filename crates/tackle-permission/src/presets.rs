@@ -78,19 +78,18 @@ pub struct Agent {
 /// Everything is allowed, except: repeated identical calls ask (`doom_loop`); paths outside the
 /// Location ask (`external_directory`), apart from the context's whitelisted directories; the
 /// `question`, `plan_enter` and `plan_exit` tools are denied; fetching from loopback, private and
-/// link-local addresses asks (`webfetch_private`); and reading `.env` files asks, while
+/// link-local addresses asks (`webfetch_private`), as does trusting a project's custom tool
+/// manifest (`custom_tool_trust`); and reading `.env` files asks, while
 /// `.env.example` stays readable.
 pub fn default_rules(ctx: &PresetContext) -> Ruleset {
     let source = RuleSource::Default;
     let mut rules = Ruleset::new();
     rules.push(Rule::new("*", "*", Action::Allow, source.clone()));
     rules.push(Rule::new("doom_loop", "*", Action::Ask, source.clone()));
-    rules.push(Rule::new(
-        "webfetch_private",
-        "*",
-        Action::Ask,
-        source.clone(),
-    ));
+    // Fetching from private addresses and running a project's own tool manifests need a person.
+    for permission in ["webfetch_private", "custom_tool_trust"] {
+        rules.push(Rule::new(permission, "*", Action::Ask, source.clone()));
+    }
     rules.extend(external_directory_rules(ctx, &source));
     for permission in ["question", "plan_enter", "plan_exit"] {
         rules.push(Rule::new(permission, "*", Action::Deny, source.clone()));

@@ -26,7 +26,7 @@ use tackle_core::{AnyTool, Content, Context, Direction, LimitsOverride, Tool, To
 use super::ToolEnv;
 use crate::gate::Ask;
 
-mod run;
+pub(crate) mod run;
 pub mod scan;
 
 #[cfg(test)]
@@ -375,7 +375,7 @@ fn timeout(options: &BashOptions, ms: Option<u64>) -> Result<Duration, ToolFailu
 const REFUSED_SHELLS: &[&str] = &["fish", "nu"];
 
 /// The shell to run: `$TACKLE_SHELL` when set, else `bash` from `PATH`, else `/bin/sh`.
-fn choose_shell(
+pub(crate) fn choose_shell(
     configured: Option<OsString>,
     path: Option<OsString>,
 ) -> Result<PathBuf, ToolFailure> {
@@ -428,7 +428,7 @@ fn signal_name(sig: i32) -> String {
 }
 
 /// A duration as `2m 0s`, `1.5s` or `500 ms`.
-fn human_duration(d: Duration) -> String {
+pub(crate) fn human_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms} ms")

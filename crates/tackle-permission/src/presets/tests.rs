@@ -463,14 +463,16 @@ fn covers_is_conservative() {
 }
 
 #[test]
-fn every_preset_asks_before_fetching_from_a_private_address() {
+fn every_preset_asks_before_private_fetches_and_project_tool_trust() {
     for name in PRESET_NAMES {
         let agent = preset(name, &ctx()).unwrap();
         // Ask, or deny for agents that deny whatever they do not list; never a silent allow.
-        assert_ne!(
-            agent.rules.evaluate("webfetch_private", "127.0.0.1"),
-            Action::Allow,
-            "{name}"
-        );
+        for permission in ["webfetch_private", "custom_tool_trust"] {
+            assert_ne!(
+                agent.rules.evaluate(permission, "127.0.0.1"),
+                Action::Allow,
+                "{name} {permission}"
+            );
+        }
     }
 }

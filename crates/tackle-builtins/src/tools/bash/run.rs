@@ -1,7 +1,8 @@
 //! The process runner of the bash tool: spawn in a new process group, capture with bounded
 //! memory, stop the whole group on timeout or cancellation.
 //!
-//! The shell runs as the leader of its own process group with stdin on `/dev/null`. Its stdout
+//! The shell runs as the leader of its own process group with stdin on `/dev/null`, or on a pipe
+//! carrying a payload ([`run_with_stdin`]). Its stdout
 //! and stderr are two pipes read concurrently into one [`Capture`], so the capture keeps the
 //! order in which chunks arrived (the order between the two streams is exact only up to one read
 //! of each).
@@ -129,6 +130,18 @@ pub(crate) async fn run(
     cancel: &CancellationToken,
     progress: &(dyn Fn(&str) + Sync),
 ) -> io::Result<Finished> {
+    run_with_stdin(spec, None, cancel, progress).await
+}
+
+/// Runs `spec` like [`run`], with `stdin` written to the shell's stdin and then closed. Without
+/// a payload stdin is `/dev/null`. A command that exits without reading its stdin is not an
+/// error: the rest of the payload is dropped.
+pub(crate) async fn run_with_stdin(
+    spec: Spec,
+    stdin: Option<Vec<u8>>,
+    cancel: &CancellationToken,
+    progress: &(dyn Fn(&str) + Sync),
+) -> io::Result<Finished> {
     let mut command = std::process::Command::new(&spec.shell);
     command
         .arg("-c")
@@ -136,7 +149,11 @@ pub(crate) async fn run(
         .current_dir(&spec.cwd)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
@@ -157,6 +174,17 @@ pub(crate) async fn run(
         .stderr
         .take()
         .ok_or_else(|| io::Error::other("no stderr pipe"))?;
+    if let Some(payload) = stdin {
+        let mut pipe = child
+            .stdin
+            .take()
+            .ok_or_else(|| io::Error::other("no stdin pipe"))?;
+        // Written in the background so a command that reads slowly (or never) cannot stall the
+        // run; the pipe closes when the payload is written or the command is gone.
+        tokio::spawn(async move {
+            let _ = tokio::io::AsyncWriteExt::write_all(&mut pipe, &payload).await;
+        });
+    }
     let mut guard = GroupGuard {
         pgid,
         child: Some(child),

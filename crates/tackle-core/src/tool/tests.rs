@@ -1,0 +1,147 @@
+//! Tests of tools built with an input schema given at run time.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::codec::FieldError;
+use crate::ids::CallIdentity;
+use tokio_util::sync::CancellationToken;
+
+fn cx() -> Context {
+    Context::new(
+        CallIdentity::new("s", "build", "m", "c"),
+        CancellationToken::new(),
+    )
+}
+
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "minLength": 1},
+            "count": {"type": "integer", "minimum": 1},
+            "tags": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["name"],
+        "additionalProperties": false
+    })
+}
+
+/// A tool echoing its input, counting its runs.
+fn echo(calls: Arc<AtomicUsize>) -> AnyTool {
+    Tool::with_schema("Echoes its input.", schema(), move |input: Value, _cx| {
+        let calls = calls.clone();
+        async move {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Ok(json!({"echo": input}))
+        }
+    })
+    .unwrap()
+    .erase()
+}
+
+#[tokio::test]
+async fn dynamic_schema_is_advertised_and_valid_arguments_run() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tool = echo(calls.clone());
+    assert_eq!(*tool.definition().input_schema, schema());
+    assert_eq!(
+        &*tool.definition().input_summary,
+        "count: integer, name: string (required), tags: array"
+    );
+    let invocation = tool
+        .invoke(r#"{"name": "a", "count": "3"}"#.into(), cx())
+        .await;
+    match invocation.outcome {
+        InvocationOutcome::Completed(output) => {
+            // The stringified integer was coerced before the executor saw it.
+            assert_eq!(
+                output.structured,
+                json!({"echo": {"name": "a", "count": 3}})
+            );
+        }
+        other => panic!("unexpected outcome {other:?}"),
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn invalid_arguments_give_field_paths_and_never_invoke() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tool = echo(calls.clone());
+    let invocation = tool
+        .invoke(
+            json!({"count": 0, "tags": ["a", 7], "extra": true}).into(),
+            cx(),
+        )
+        .await;
+    match invocation.outcome {
+        InvocationOutcome::InvalidInput { reason, message } => {
+            let InvalidInput::Fields { errors } = &reason else {
+                panic!("expected field errors, got {reason:?}");
+            };
+            let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+            assert_eq!(paths, ["(root)", "count", "name", "tags[1]"], "{errors:?}");
+            assert!(errors.contains(&FieldError {
+                path: "name".to_owned(),
+                message: "missing field".to_owned(),
+            }));
+            assert!(errors.contains(&FieldError {
+                path: "tags[1]".to_owned(),
+                message: "expected string, got number 7".to_owned(),
+            }));
+            assert!(message.contains("Expected fields: count: integer, name: string (required)"));
+        }
+        other => panic!("unexpected outcome {other:?}"),
+    }
+    // Well-formed JSON that serde would take as a `Value` must still be validated.
+    let invocation = tool.invoke(json!({"name": ""}).into(), cx()).await;
+    assert!(matches!(
+        invocation.outcome,
+        InvocationOutcome::InvalidInput { .. }
+    ));
+    let invocation = tool.invoke(r#"{"name": "a""#.into(), cx()).await;
+    assert!(matches!(
+        invocation.outcome,
+        InvocationOutcome::InvalidInput {
+            reason: InvalidInput::Syntax { .. },
+            ..
+        }
+    ));
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+fn refused(schema: Value) -> String {
+    let built = Tool::with_schema("x", schema, |input: Value, _cx| async move { Ok(input) });
+    match built {
+        Ok(_) => panic!("the schema was accepted"),
+        Err(error) => error.to_string(),
+    }
+}
+
+#[test]
+fn bad_schema_is_refused_when_the_tool_is_built() {
+    let message = refused(json!({"type": "object", "properties": {"n": {"type": "integr"}}}));
+    assert!(
+        message.starts_with("invalid input schema: at /properties/n/type"),
+        "{message}"
+    );
+    let message = refused(json!({"type": "object", "properties": {"n": {"pattern": "(["}}}));
+    assert!(message.contains("/properties/n/pattern"), "{message}");
+    let message = refused(json!("object"));
+    assert_eq!(
+        message,
+        "invalid input schema: the schema must be a JSON object, got string \"object\""
+    );
+    let message = refused(json!({"type": "string"}));
+    assert!(message.contains("`type` must be \"object\""), "{message}");
+}
+
+#[test]
+fn typed_tools_keep_their_generated_schemas() {
+    let tool = Tool::new("x", |input: String, _cx| async move { Ok(input) });
+    assert_eq!(tool.definition().input_schema["type"], "string");
+}

@@ -1,0 +1,107 @@
+//! Conversions between tackle's settlement types and MCP wire types.
+
+use std::sync::Arc;
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResourceContents, Tool};
+use serde_json::Value;
+use tackle_core::Content;
+use tackle_registry::{AdvertisedTool, Outcome, Settlement};
+
+/// The MCP listing of one advertised tool. The output schema is included only when it
+/// describes an object, as MCP requires.
+pub(crate) fn tool(advertised: &AdvertisedTool) -> Tool {
+    let definition = advertised.definition();
+    let input = match definition.input_schema.as_ref() {
+        Value::Object(schema) => schema.clone(),
+        _ => {
+            let mut schema = JsonObject::new();
+            schema.insert("type".to_owned(), Value::from("object"));
+            schema
+        }
+    };
+    let mut tool = Tool::new(
+        advertised.name().to_owned(),
+        definition.description.to_string(),
+        Arc::new(input),
+    );
+    if let Value::Object(schema) = definition.output_schema.as_ref()
+        && schema.get("type").and_then(Value::as_str) == Some("object")
+    {
+        tool = tool.with_raw_output_schema(Arc::new(schema.clone()));
+    }
+    tool
+}
+
+/// The MCP answer to a settled call: a result for model-facing outcomes, a protocol error for
+/// interruptions and defects.
+pub(crate) fn call_result(settlement: &Settlement) -> Result<CallToolResult, ErrorData> {
+    match &settlement.outcome {
+        Outcome::Success(output) => {
+            let mut content = blocks(&output.content);
+            let structured = output
+                .structured
+                .is_object()
+                .then(|| output.structured.clone());
+            if content.is_empty() {
+                // Structured-only output: clients that read only `content` still see it.
+                content.push(ContentBlock::text(render_json(&output.structured)));
+            }
+            let mut result = CallToolResult::success(content);
+            result.structured_content = structured;
+            Ok(result)
+        }
+        Outcome::Error(error) => {
+            let mut content = blocks(&error.content);
+            if content.is_empty() {
+                content.push(ContentBlock::text(error.text()));
+            }
+            Ok(CallToolResult::error(content))
+        }
+        Outcome::Interrupted => Err(ErrorData::internal_error(
+            format!("the call to `{}` was interrupted", settlement.tool),
+            None,
+        )),
+        Outcome::Defect(defect) => Err(ErrorData::internal_error(
+            format!("the call to `{}` failed: {defect}", settlement.tool),
+            None,
+        )),
+    }
+}
+
+/// Content parts as MCP content blocks: text as text, images and audio natively, other media as
+/// an embedded blob resource.
+fn blocks(content: &[Content]) -> Vec<ContentBlock> {
+    content
+        .iter()
+        .enumerate()
+        .map(|(index, part)| match part {
+            Content::Text { text } => ContentBlock::text(text.clone()),
+            Content::Media {
+                mime_type,
+                data_base64,
+                name,
+            } => {
+                if mime_type.starts_with("image/") {
+                    ContentBlock::image(data_base64.clone(), mime_type.clone())
+                } else if mime_type.starts_with("audio/") {
+                    ContentBlock::audio(data_base64.clone(), mime_type.clone())
+                } else {
+                    let uri = match name {
+                        Some(name) => format!("tackle://media/{name}"),
+                        None => format!("tackle://media/{index}"),
+                    };
+                    ContentBlock::resource(
+                        ResourceContents::blob(data_base64.clone(), uri)
+                            .with_mime_type(mime_type.clone()),
+                    )
+                }
+            }
+        })
+        .collect()
+}
+
+/// Pretty JSON for the text rendering of structured output.
+fn render_json(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}

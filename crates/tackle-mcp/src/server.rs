@@ -1,0 +1,273 @@
+//! The MCP server handler over a tackle turn factory, and the functions that serve it.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, Tool,
+};
+use rmcp::service::{RequestContext, RunningService, ServerInitializeError};
+use rmcp::transport::IntoTransport;
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tackle_core::{AgentId, CallIdentity, Context, ToolDefinition};
+use tackle_registry::{Location, ToolCall, Turn, TurnFilter};
+
+use crate::convert;
+
+/// Produces the turn a request sees.
+type TurnFactory = dyn Fn() -> Turn + Send + Sync;
+
+/// An MCP server handler that lists and settles a Location's tools.
+///
+/// Cloning is cheap and yields a handle to the same server: a host keeps a clone to call
+/// [`TackleServer::notify_tools_changed`] after the clone it served is gone.
+#[derive(Clone)]
+pub struct TackleServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    turns: Box<TurnFactory>,
+    session: String,
+    agent: String,
+    /// The turn the last `tools/list` advertised: calls settle against it, so a call made from
+    /// an outdated listing is rejected as stale rather than served by a different tool.
+    listed: Mutex<Option<Turn>>,
+    /// Connected clients, for `notifications/tools/list_changed`.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+}
+
+impl fmt::Debug for TackleServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TackleServer")
+            .field("session", &self.inner.session)
+            .field("agent", &self.inner.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TackleServer {
+    /// Serves the tools of `location` that `filter` advertises, for the agent `build` in the
+    /// session `mcp` (see [`TackleServer::with_agent`] and [`TackleServer::with_session`]).
+    pub fn new(location: Location, filter: impl TurnFilter + Send + Sync + 'static) -> Self {
+        Self::from_turns(move || {
+            location.materialize(|name: &str, definition: &ToolDefinition| {
+                filter.advertise(name, definition)
+            })
+        })
+    }
+
+    /// Serves whatever turn `turns` materializes; it is called for every `tools/list`, and for
+    /// a `tools/call` that arrives before any listing.
+    pub fn from_turns(turns: impl Fn() -> Turn + Send + Sync + 'static) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                turns: Box::new(turns),
+                session: "mcp".to_owned(),
+                agent: "build".to_owned(),
+                listed: Mutex::new(None),
+                peers: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The agent named in every call's identity (default `build`).
+    pub fn with_agent(self, agent: impl Into<AgentId>) -> Self {
+        let agent: AgentId = agent.into();
+        self.reconfigure(|inner| inner.agent = agent.to_string())
+    }
+
+    /// The session named in every call's identity (default `mcp`).
+    pub fn with_session(self, session: impl Into<String>) -> Self {
+        let session = session.into();
+        self.reconfigure(|inner| inner.session = session)
+    }
+
+    fn reconfigure(self, change: impl FnOnce(&mut Inner)) -> Self {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => {
+                change(&mut inner);
+                Self {
+                    inner: Arc::new(inner),
+                }
+            }
+            // Already shared: configuration is fixed once a handle escapes, so keep it as is.
+            Err(inner) => {
+                tracing::warn!("TackleServer configured after it was cloned; ignoring");
+                Self { inner }
+            }
+        }
+    }
+
+    /// Sends `notifications/tools/list_changed` to every connected client. Call it when the
+    /// Location's registrations change. Clients that have gone away are forgotten.
+    pub async fn notify_tools_changed(&self) {
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut peers = self.peers();
+            peers.retain(|peer| !peer.is_transport_closed());
+            peers.clone()
+        };
+        for peer in peers {
+            if let Err(error) = peer.notify_tool_list_changed().await {
+                tracing::debug!("cannot send tools/list_changed: {error}");
+            }
+        }
+    }
+
+    fn peers(&self) -> std::sync::MutexGuard<'_, Vec<Peer<RoleServer>>> {
+        self.inner
+            .peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn add_peer(&self, peer: Peer<RoleServer>) {
+        self.peers().push(peer);
+    }
+
+    /// A fresh turn, remembered as the one calls settle against.
+    fn list(&self) -> Turn {
+        let turn = (self.inner.turns)();
+        *self
+            .inner
+            .listed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(turn.clone());
+        turn
+    }
+
+    /// The turn a call settles against: the last listing, else a fresh one.
+    fn turn_for_call(&self) -> Turn {
+        let listed = self
+            .inner
+            .listed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        listed.unwrap_or_else(|| self.list())
+    }
+}
+
+impl ServerHandler for TackleServer {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("tackle", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let turn = self.list();
+        let tools: Vec<Tool> = turn.tools().iter().map(convert::tool).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let turn = self.turn_for_call();
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let identity = CallIdentity::new(
+            self.inner.session.as_str(),
+            self.inner.agent.as_str(),
+            format!("mcp-{}", context.id),
+            context.id.to_string(),
+        );
+        let cx = Context::new(identity, context.ct.clone());
+        let settlement = turn
+            .settle(cx, ToolCall::new(request.name.as_ref(), arguments))
+            .await;
+        convert::call_result(&settlement).map(CallToolResponse::from)
+    }
+}
+
+/// A server running over one connection.
+pub struct Serving {
+    running: RunningService<RoleServer, TackleServer>,
+}
+
+impl fmt::Debug for Serving {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Serving").finish_non_exhaustive()
+    }
+}
+
+impl Serving {
+    /// The served handler; clone it to notify this connection's client later.
+    pub fn server(&self) -> &TackleServer {
+        self.running.service()
+    }
+
+    /// Sends `notifications/tools/list_changed` to the connected clients.
+    pub async fn notify_tools_changed(&self) {
+        self.running.service().notify_tools_changed().await;
+    }
+
+    /// Waits until the client disconnects or the connection fails.
+    pub async fn waiting(self) -> Result<(), ServeError> {
+        self.running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|error| ServeError(error.to_string()))
+    }
+
+    /// Closes the connection and waits for the service to stop.
+    pub async fn close(mut self) -> Result<(), ServeError> {
+        self.running
+            .close()
+            .await
+            .map(|_| ())
+            .map_err(|error| ServeError(error.to_string()))
+    }
+}
+
+/// The connection could not be set up or failed while running.
+#[derive(Debug)]
+pub struct ServeError(String);
+
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MCP server: {}", self.0)
+    }
+}
+
+impl std::error::Error for ServeError {}
+
+impl From<ServerInitializeError> for ServeError {
+    fn from(error: ServerInitializeError) -> Self {
+        Self(error.to_string())
+    }
+}
+
+/// Serves `server` over `transport` (any rmcp transport: a `(reader, writer)` pair, a duplex
+/// stream, a sink/stream pair) once the client has initialized.
+pub async fn serve<T, E, A>(transport: T, server: TackleServer) -> Result<Serving, ServeError>
+where
+    T: IntoTransport<RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let handle = server.clone();
+    let running = server.serve(transport).await?;
+    handle.add_peer(running.peer().clone());
+    Ok(Serving { running })
+}
+
+/// Serves `server` over this process's stdin and stdout until the client disconnects.
+pub async fn serve_stdio(server: TackleServer) -> Result<(), ServeError> {
+    serve(rmcp::transport::stdio(), server)
+        .await?
+        .waiting()
+        .await
+}

@@ -1,0 +1,315 @@
+//! The MCP server end to end over an in-process duplex: listing, results, errors, cancellation
+//! and `tools/list_changed`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tackle_core::{Tool, ToolFailure};
+use tackle_mcp::{Serving, TackleServer, serve};
+use tackle_registry::{AllTools, Location, Registration, SettlementConfig, ToolRegistry, ToolSet};
+use tackle_store::{MemoryJournal, MemoryOutputStore};
+use tokio::sync::mpsc;
+
+#[derive(Deserialize, JsonSchema)]
+struct EchoInput {
+    /// What to echo.
+    text: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct EchoOutput {
+    echoed: String,
+    length: usize,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Empty {}
+
+/// What the slow tool reports to the test.
+#[derive(Debug, PartialEq)]
+enum SlowEvent {
+    Started,
+    Cancelled,
+}
+
+struct Fixture {
+    location: Location,
+    _tools: Registration,
+    slow_events: mpsc::UnboundedReceiver<SlowEvent>,
+}
+
+fn fixture() -> Fixture {
+    let location = Location::new(
+        std::env::temp_dir(),
+        &ToolRegistry::new(),
+        SettlementConfig::new(
+            Arc::new(MemoryOutputStore::new()),
+            Arc::new(MemoryJournal::new()),
+        ),
+    );
+    let echo = Tool::new("Echo the text back.", |input: EchoInput, _cx| async move {
+        Ok::<_, ToolFailure>(EchoOutput {
+            length: input.text.len(),
+            echoed: input.text,
+        })
+    });
+    let fail = Tool::new("Always fails.", |_: Empty, _cx| async move {
+        Err::<String, _>(ToolFailure::new("the disk is on fire"))
+    });
+    let (events, slow_events) = mpsc::unbounded_channel();
+    let slow = Tool::new("Waits until cancelled.", move |_: Empty, cx| {
+        let events = events.clone();
+        async move {
+            let _ = events.send(SlowEvent::Started);
+            cx.cancellation().cancelled().await;
+            let _ = events.send(SlowEvent::Cancelled);
+            Ok::<_, ToolFailure>("cancelled".to_owned())
+        }
+    });
+    let tools = location
+        .register(
+            ToolSet::new()
+                .with("echo", echo)
+                .with("fail", fail)
+                .with("slow", slow),
+        )
+        .expect("register the test tools");
+    Fixture {
+        location,
+        _tools: tools,
+        slow_events,
+    }
+}
+
+/// A client that reports `tools/list_changed` notifications.
+struct Client {
+    changed: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Client {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(());
+    }
+}
+
+struct Connected {
+    client: RunningService<RoleClient, Client>,
+    serving: Serving,
+    changed: mpsc::UnboundedReceiver<()>,
+}
+
+async fn connect(server: TackleServer) -> Connected {
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let server_task = tokio::spawn(async move { serve(server_io, server).await });
+    let (changed_tx, changed) = mpsc::unbounded_channel();
+    let client = Client {
+        changed: changed_tx,
+    }
+    .serve(client_io)
+    .await
+    .expect("the client initializes");
+    let serving = server_task
+        .await
+        .expect("the server task")
+        .expect("the server initializes");
+    Connected {
+        client,
+        serving,
+        changed,
+    }
+}
+
+fn arguments(value: Value) -> JsonObject {
+    match value {
+        Value::Object(object) => object,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+async fn call(peer: &Peer<RoleClient>, name: &str, args: Value) -> CallToolResult {
+    let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments(args));
+    match peer
+        .call_tool_once(params)
+        .await
+        .expect("a tools/call result")
+    {
+        CallToolResponse::Complete(result) => result,
+        other => panic!("unexpected response: {other:?}"),
+    }
+}
+
+fn texts(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn initialize_advertises_tools_with_list_changed() {
+    let fixture = fixture();
+    let connected = connect(TackleServer::new(fixture.location.clone(), AllTools)).await;
+    let info = connected.client.peer_info().expect("server info");
+    let tools = info.capabilities.tools.as_ref().expect("tools capability");
+    assert_eq!(tools.list_changed, Some(true));
+    let name = info.server_info.as_ref().map(|server| server.name.as_str());
+    assert_eq!(name, Some("tackle"));
+}
+
+#[tokio::test]
+async fn list_carries_input_and_object_output_schemas() {
+    let fixture = fixture();
+    let connected = connect(TackleServer::new(fixture.location.clone(), AllTools)).await;
+    let tools = connected.client.list_all_tools().await.expect("tools/list");
+    let mut names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["echo", "fail", "slow"]);
+    let echo = tools.iter().find(|tool| tool.name == "echo").expect("echo");
+    assert_eq!(echo.description.as_deref(), Some("Echo the text back."));
+    assert!(echo.input_schema["properties"].get("text").is_some());
+    let output = echo
+        .output_schema
+        .as_ref()
+        .expect("an object output schema");
+    assert_eq!(output["type"], "object");
+    // A string output is not an object, so MCP gets no output schema for it.
+    let fail = tools.iter().find(|tool| tool.name == "fail").expect("fail");
+    assert!(fail.output_schema.is_none());
+}
+
+#[tokio::test]
+async fn filter_hides_tools() {
+    let fixture = fixture();
+    let server = TackleServer::new(fixture.location.clone(), |name: &str, _: &_| name != "slow");
+    let connected = connect(server).await;
+    let tools = connected.client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().all(|tool| tool.name != "slow"));
+    let result = call(connected.client.peer(), "slow", json!({})).await;
+    assert_eq!(result.is_error, Some(true));
+}
+
+#[tokio::test]
+async fn success_has_structured_content_and_text() {
+    let fixture = fixture();
+    let connected = connect(TackleServer::new(fixture.location.clone(), AllTools)).await;
+    let result = call(connected.client.peer(), "echo", json!({"text": "hi"})).await;
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"echoed": "hi", "length": 2}))
+    );
+    let text = texts(&result);
+    assert!(text.contains("hi"), "{text}");
+}
+
+#[tokio::test]
+async fn failures_and_invalid_arguments_are_error_results() {
+    let fixture = fixture();
+    let connected = connect(TackleServer::new(fixture.location.clone(), AllTools)).await;
+    let failed = call(connected.client.peer(), "fail", json!({})).await;
+    assert_eq!(failed.is_error, Some(true));
+    assert!(texts(&failed).contains("the disk is on fire"), "{failed:?}");
+    assert!(failed.structured_content.is_none());
+
+    let invalid = call(connected.client.peer(), "echo", json!({"text": 5})).await;
+    assert_eq!(invalid.is_error, Some(true));
+    assert!(texts(&invalid).contains("text"), "{invalid:?}");
+}
+
+#[tokio::test]
+async fn unknown_tool_is_an_error_result() {
+    let fixture = fixture();
+    let connected = connect(TackleServer::new(fixture.location.clone(), AllTools)).await;
+    let result = call(connected.client.peer(), "ecko", json!({})).await;
+    assert_eq!(result.is_error, Some(true));
+    let text = texts(&result);
+    assert!(text.contains("ecko"), "{text}");
+}
+
+#[tokio::test]
+async fn cancelling_a_call_interrupts_the_tool_and_the_server_stays_up() {
+    let mut fixture = fixture();
+    let connected = connect(TackleServer::new(fixture.location.clone(), AllTools)).await;
+    let peer = connected.client.peer().clone();
+    let pending = tokio::spawn(async move { call(&peer, "slow", json!({})).await });
+    let started = tokio::time::timeout(Duration::from_secs(10), fixture.slow_events.recv())
+        .await
+        .expect("the slow tool starts");
+    assert_eq!(started, Some(SlowEvent::Started));
+    // Dropping the request future sends `notifications/cancelled`.
+    pending.abort();
+    let cancelled = tokio::time::timeout(Duration::from_secs(10), fixture.slow_events.recv())
+        .await
+        .expect("the slow tool sees the cancellation");
+    assert_eq!(cancelled, Some(SlowEvent::Cancelled));
+
+    let result = call(
+        connected.client.peer(),
+        "echo",
+        json!({"text": "still here"}),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false));
+}
+
+#[tokio::test]
+async fn host_triggers_tools_list_changed() {
+    let fixture = fixture();
+    let server = TackleServer::new(fixture.location.clone(), AllTools);
+    let handle = server.clone();
+    let mut connected = connect(server).await;
+    let extra = fixture
+        .location
+        .register(ToolSet::new().with(
+            "extra",
+            Tool::new("One more.", |_: Empty, _cx| async move {
+                Ok::<_, ToolFailure>(1)
+            }),
+        ))
+        .expect("register extra");
+    handle.notify_tools_changed().await;
+    tokio::time::timeout(Duration::from_secs(10), connected.changed.recv())
+        .await
+        .expect("tools/list_changed arrives")
+        .expect("the channel is open");
+    let tools = connected.client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|tool| tool.name == "extra"));
+
+    // The serving handle notifies too.
+    drop(extra);
+    connected.serving.notify_tools_changed().await;
+    tokio::time::timeout(Duration::from_secs(10), connected.changed.recv())
+        .await
+        .expect("a second tools/list_changed arrives")
+        .expect("the channel is open");
+}
+
+#[tokio::test]
+async fn calls_from_an_outdated_listing_are_stale() {
+    let fixture = fixture();
+    let connected = connect(TackleServer::new(fixture.location.clone(), AllTools)).await;
+    connected.client.list_all_tools().await.expect("tools/list");
+    // Re-registering `echo` in the Location shadows the listed registration.
+    let _shadow = fixture
+        .location
+        .register(ToolSet::new().with(
+            "echo",
+            Tool::new("A newer echo.", |input: EchoInput, _cx| async move {
+                Ok::<_, ToolFailure>(input.text)
+            }),
+        ))
+        .expect("register the newer echo");
+    let stale = call(connected.client.peer(), "echo", json!({"text": "x"})).await;
+    assert_eq!(stale.is_error, Some(true), "{stale:?}");
+    connected.client.list_all_tools().await.expect("tools/list");
+    let fresh = call(connected.client.peer(), "echo", json!({"text": "x"})).await;
+    assert_eq!(fresh.is_error, Some(false), "{fresh:?}");
+}
