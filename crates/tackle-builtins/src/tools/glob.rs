@@ -334,6 +334,7 @@ impl<'s> ParallelVisitorBuilder<'s> for Visitors<'s> {
                 total: 0,
                 errors: 0,
             },
+            dir: None,
         })
     }
 }
@@ -345,6 +346,47 @@ struct Visitor<'s> {
     cancel: &'s CancellationToken,
     shared: &'s Mutex<Tally>,
     tally: Tally,
+    /// The directory of the last file stat'ed, kept open. Every match needs its mtime, and a
+    /// stat relative to an open directory skips the lookup of the whole path, which was most of
+    /// glob's cost on large trees.
+    dir: Option<(PathBuf, std::os::fd::OwnedFd)>,
+}
+
+impl Visitor<'_> {
+    /// The modification time of `entry` (links followed); the epoch when it cannot be read.
+    fn modified(&mut self, entry: &DirEntry) -> SystemTime {
+        self.modified_at(entry.path())
+            .or_else(|| entry.metadata().ok()?.modified().ok())
+            .unwrap_or(SystemTime::UNIX_EPOCH)
+    }
+
+    #[cfg(unix)]
+    fn modified_at(&mut self, path: &Path) -> Option<SystemTime> {
+        use nix::fcntl::{AtFlags, OFlag, open};
+        use nix::sys::stat::{Mode, fstatat};
+        let (parent, name) = (path.parent()?, path.file_name()?);
+        if self
+            .dir
+            .as_ref()
+            .is_none_or(|(open_dir, _)| open_dir != parent)
+        {
+            let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+            let fd = open(parent, flags, Mode::empty()).ok()?;
+            self.dir = Some((parent.to_path_buf(), fd));
+        }
+        let (_, fd) = self.dir.as_ref()?;
+        let stat = fstatat(fd, name, AtFlags::empty()).ok()?;
+        let since_epoch = std::time::Duration::new(
+            u64::try_from(stat.st_mtime).ok()?,
+            u32::try_from(stat.st_mtime_nsec).ok()?,
+        );
+        SystemTime::UNIX_EPOCH.checked_add(since_epoch)
+    }
+
+    #[cfg(not(unix))]
+    fn modified_at(&mut self, _path: &Path) -> Option<SystemTime> {
+        None
+    }
 }
 
 impl ParallelVisitor for Visitor<'_> {
@@ -371,10 +413,7 @@ impl ParallelVisitor for Visitor<'_> {
         if !self.matcher.is_match(relative) {
             return WalkState::Continue;
         }
-        let modified = match entry.metadata().and_then(|m| Ok(m.modified()?)) {
-            Ok(modified) => modified,
-            Err(_) => SystemTime::UNIX_EPOCH,
-        };
+        let modified = self.modified(&entry);
         self.tally.total += 1;
         // Most files lose to the kept ones: allocate only for those that win.
         if self.tally.best.would_keep(modified, relative) {
