@@ -6,13 +6,10 @@ use std::sync::Arc;
 use anyhow::{Context as _, anyhow};
 use tackle_builtins::{
     Gate, LocationFs, ToolEnv, TrustMode, agent_tools, custom_tools, discover_custom_tools,
-    discover_skills, file_tools, search_tools, shell_tools, skill_tools, web_tools,
+    discover_skills, file_tools, search_tools, skill_tools, tools::bash, web_tools,
 };
 use tackle_core::ToolDefinition;
-use tackle_permission::{
-    Agent, ConfigContext, ConfigValue, PRESET_NAMES, PermissionService, PresetContext, Ruleset,
-    agent_with_user_rules, preset, ruleset_from_config, visible_filter,
-};
+use tackle_permission::{Agent, PermissionService, PresetContext, Ruleset, visible_filter};
 use tackle_registry::{
     BatchOptions, Location, Registration, SettlementConfig, ToolRegistry, ToolSet, Turn, batch_tool,
 };
@@ -21,13 +18,15 @@ use tackle_store::{
 };
 
 use crate::approve::{AskMode, CliApprover};
+use crate::config::Config;
 
 /// What the command line chose.
 pub(crate) struct HostOptions {
     pub(crate) root: PathBuf,
     pub(crate) agent: String,
     pub(crate) data_dir: PathBuf,
-    pub(crate) config: Option<PathBuf>,
+    /// The merged configuration files.
+    pub(crate) config: Config,
     pub(crate) ask: AskMode,
 }
 
@@ -65,7 +64,7 @@ impl Host {
         let approvals = SqliteSavedApprovals::open(&journal_path).map_err(|e| anyhow!(e))?;
         let session_state = SqliteSessionState::open(&journal_path).map_err(|e| anyhow!(e))?;
 
-        let agent = agent_rules(&agent, &output_dir, config.as_deref())?;
+        let agent = agent_rules(&agent, &output_dir, &config)?;
         let rules = agent.rules;
 
         let approver = Arc::new(CliApprover::new(ask));
@@ -89,16 +88,19 @@ impl Host {
         let location = Location::new(
             root,
             &ToolRegistry::new(),
-            SettlementConfig::new(Arc::new(store), Arc::new(journal)),
+            SettlementConfig::new(Arc::new(store), Arc::new(journal))
+                .with_limits(config.output_limits()),
         );
         let tools = location
-            .register(builtin_tools(&env))
+            .register(builtin_tools(&env, &config))
             .map_err(|e| anyhow!(e))?;
         // Built-ins only: external tools (MCP, custom) join the allow-list deliberately.
         let batchable: Vec<String> = builtin_names(&location);
         let visible = visible_filter(rules.clone());
-        let batch = location
-            .register(ToolSet::new().with(
+        let batch_set = if config.is_disabled("batch") {
+            ToolSet::new()
+        } else {
+            ToolSet::new().with(
                 "batch",
                 batch_tool(
                     &location,
@@ -107,11 +109,12 @@ impl Host {
                         allowed: Some(batchable),
                     },
                 ),
-            ))
-            .map_err(|e| anyhow!(e))?;
+            )
+        };
+        let batch = location.register(batch_set).map_err(|e| anyhow!(e))?;
         // Custom tools come last: they are not batchable and never replace a built-in.
         let custom = location
-            .register(custom_toolset(&env, &location))
+            .register(custom_toolset(&env, &location, &config))
             .map_err(|e| anyhow!(e))?;
         Ok(Self {
             location,
@@ -130,10 +133,11 @@ impl Host {
     }
 }
 
-/// The tools the command offers. Tools of later issues register here.
+/// The tools the command offers, minus the configuration's `disabledTools`. Tools of later
+/// issues register here.
 ///
 /// `question` is left out: a one-shot command has nobody to ask mid-call.
-fn builtin_tools(env: &ToolEnv) -> ToolSet {
+fn builtin_tools(env: &ToolEnv, config: &Config) -> ToolSet {
     let skills = discover_skills(env.fs().root(), dirs::home_dir().as_deref());
     for warning in &skills.warnings {
         eprintln!("tackle: skipped a skill: {warning}");
@@ -141,7 +145,7 @@ fn builtin_tools(env: &ToolEnv) -> ToolSet {
     file_tools(env)
         .into_iter()
         .chain(search_tools(env))
-        .chain(shell_tools(env))
+        .chain([("bash", bash::tool_with_options(env, config.bash_options()))])
         .chain(agent_tools(env, None))
         .chain(web_tools(env, tackle_builtins::WebSearchConfig::from_env()))
         // With no skills, `skill` has nothing to offer and is not advertised.
@@ -150,11 +154,12 @@ fn builtin_tools(env: &ToolEnv) -> ToolSet {
         } else {
             skill_tools(env, skills)
         })
+        .filter(|(name, _)| !config.is_disabled(name))
         .collect()
 }
 
 /// The custom command tools of the project and the user, minus any whose name is taken.
-fn custom_toolset(env: &ToolEnv, location: &Location) -> ToolSet {
+fn custom_toolset(env: &ToolEnv, location: &Location, config: &Config) -> ToolSet {
     let catalog = discover_custom_tools(env.fs().root(), dirs::home_dir().as_deref());
     for warning in &catalog.warnings {
         eprintln!("tackle: skipped a custom tool: {warning}");
@@ -162,6 +167,7 @@ fn custom_toolset(env: &ToolEnv, location: &Location) -> ToolSet {
     let taken = builtin_names(location);
     custom_tools(env, &catalog, TrustMode::AskForProject)
         .into_iter()
+        .filter(|(name, _)| !config.is_disabled(name))
         .filter(|(name, _)| {
             let clash = taken.iter().any(|t| t == name) || name == "batch";
             if clash {
@@ -182,40 +188,14 @@ fn builtin_names(location: &Location) -> Vec<String> {
         .collect()
 }
 
-/// The preset `name` with the user's permission config applied on top.
-fn agent_rules(name: &str, output_dir: &Path, config: Option<&Path>) -> anyhow::Result<Agent> {
+/// The agent `name`, a preset or a configured agent, with the configuration's rules on top.
+fn agent_rules(name: &str, output_dir: &Path, config: &Config) -> anyhow::Result<Agent> {
     let context = PresetContext {
         managed_output_dir: Some(canonical(output_dir)),
         temp_dir: Some(canonical(&std::env::temp_dir())),
         ..PresetContext::default()
     };
-    let Some(agent) = preset(name, &context) else {
-        return Err(anyhow!(
-            "unknown agent `{name}`; choose one of: {}",
-            PRESET_NAMES.join(", ")
-        ));
-    };
-    let Some(path) = config else {
-        return Ok(agent);
-    };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the config {}", path.display()))?;
-    let value = ConfigValue::from_json(&text)
-        .with_context(|| format!("{} is not valid JSON", path.display()))?;
-    let permission = match value {
-        ConfigValue::Object(entries) if entries.iter().any(|(key, _)| key == "permission") => {
-            entries
-                .into_iter()
-                .find(|(key, _)| key == "permission")
-                .map(|(_, value)| value)
-                .unwrap_or(ConfigValue::Null)
-        }
-        bare => bare,
-    };
-    let home = dirs::home_dir().map(|home| home.to_string_lossy().into_owned());
-    let user = ruleset_from_config(&permission, &ConfigContext::new(home.as_deref()))
-        .with_context(|| format!("invalid permission config in {}", path.display()))?;
-    Ok(agent_with_user_rules(agent, &user))
+    config.agent(name, &context)
 }
 
 /// `path` canonicalized when possible, as a string.

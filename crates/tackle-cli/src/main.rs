@@ -15,6 +15,7 @@ use tackle_mcp::TackleServer;
 use tackle_registry::ToolCall;
 
 mod approve;
+mod config;
 mod host;
 mod render;
 
@@ -53,7 +54,8 @@ struct Global {
     /// platform data directory joined with `tackle`).
     #[arg(long, global = true, value_name = "DIR")]
     data_dir: Option<PathBuf>,
-    /// A JSON permission config (`{"permission": {...}}` or the bare permission value).
+    /// A configuration file read after the user's and the project's (`.tackle/config.json`
+    /// format, or a bare permission value).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
 }
@@ -89,10 +91,51 @@ enum Command {
         #[arg(long, value_name = "PROVIDER", conflicts_with = "json")]
         provider: Option<tackle_core::Provider>,
     },
+    /// Work with the configuration files.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigAction {
+    /// Read and validate every configuration file that applies; exit 1 when one is invalid.
+    Check {
+        /// Print `{ok, files, errors, mcp}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::try_parse().unwrap_or_else(|error| error.exit());
+    let mut cli = Cli::try_parse().unwrap_or_else(|error| error.exit());
+    let root = match cli.global.root.take() {
+        Some(root) => root,
+        None => match std::env::current_dir() {
+            Ok(dir) => dir,
+            Err(error) => {
+                return operational(
+                    anyhow::Error::new(error).context("cannot read the current directory"),
+                );
+            }
+        },
+    };
+    if let Command::Config {
+        action: ConfigAction::Check { json },
+    } = cli.command
+    {
+        return match config_check(&root, cli.global.config.as_deref(), json) {
+            Ok(code) => code,
+            Err(error) => operational(error),
+        };
+    }
+    let config = match config::load(&root, cli.global.config.as_deref()) {
+        Ok(config) => config,
+        Err(problems) => {
+            return operational(anyhow::Error::new(problems).context("invalid configuration"));
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -100,7 +143,7 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return operational(anyhow::Error::new(error).context("cannot start")),
     };
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(cli, root, config)) {
         Ok(code) => code,
         Err(error) => operational(error),
     }
@@ -112,23 +155,57 @@ fn operational(error: anyhow::Error) -> ExitCode {
     ExitCode::from(EXIT_OPERATIONAL)
 }
 
-async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// `tackle config check`: reads every file that applies and reports, never opening the journal.
+fn config_check(
+    root: &std::path::Path,
+    flag: Option<&std::path::Path>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let result = config::load(root, flag);
+    let text = match (&result, json) {
+        (Ok(config), true) => serde_json::to_string_pretty(&serde_json::json!({
+            "ok": true,
+            "files": config.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
+            "errors": [],
+            "mcp": config.mcp.iter().map(config::McpServer::to_json).collect::<Vec<_>>(),
+        }))?,
+        (Err(problems), true) => serde_json::to_string_pretty(&serde_json::json!({
+            "ok": false,
+            "errors": problems.0.iter().map(config::Problem::to_json).collect::<Vec<_>>(),
+        }))?,
+        (Ok(config), false) if config.files.is_empty() => "ok: no configuration files".to_owned(),
+        (Ok(config), false) => format!(
+            "ok: {}",
+            config
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (Err(problems), false) => problems.to_string(),
+    };
+    print_stdout(&text)?;
+    Ok(match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(EXIT_MODEL_ERROR),
+    })
+}
+
+async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<ExitCode> {
     let Global {
-        root,
+        root: _,
         agent,
         session,
         data_dir,
-        config,
+        config: _,
     } = cli.global;
-    let root = match root {
-        Some(root) => root,
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
     let data_dir = match data_dir {
         Some(dir) => dir,
         None => default_data_dir()?,
     };
     match cli.command {
+        Command::Config { .. } => bail!("`config` runs before the runtime starts"),
         Command::Serve { yes } => {
             let host = Host::open(HostOptions {
                 root,

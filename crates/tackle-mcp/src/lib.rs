@@ -20,10 +20,27 @@
 //!
 //! Nothing here writes to stdout except the transport itself; diagnostics go through
 //! `tracing`, which a stdio host must route to stderr.
+//!
+//! The other direction is the client: [`connect`] starts an MCP server (a child process over
+//! stdio), initializes it within a startup timeout, lists all its tools and registers each in
+//! a [`Location`](tackle_registry::Location) as a [`Tool::with_schema`](tackle_core::Tool)
+//! tool named `<server>_<tool>` (see [`assign_tool_names`]). A call becomes `tools/call` with
+//! the call's cancellation; the result settles through the registry like any built-in, so it is
+//! bounded and journaled the same way. The output is `{"content": [...], "structuredContent":
+//! {...}}` and the model reads the content parts (text and media); `isError` becomes a tool
+//! failure. A tool whose schema tackle refuses is skipped with a warning. The
+//! [`McpConnection`] owns the registration: when the server disconnects the tools disappear and
+//! turns that advertised them settle as stale. [`supervise`] reconnects with exponential
+//! backoff. The streamable HTTP transport is not implemented yet.
 
 #![deny(missing_docs)]
 
+mod client;
 mod convert;
 mod server;
 
+pub use client::{
+    ConnectError, ConnectOptions, McpConnection, McpServerConfig, McpTransport, Supervisor,
+    SupervisorState, assign_tool_names, connect, supervise,
+};
 pub use server::{ServeError, Serving, TackleServer, serve, serve_stdio};

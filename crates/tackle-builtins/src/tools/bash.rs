@@ -76,6 +76,9 @@ pub struct BashOptions {
     /// more in a host with a large address space (compare `bash_tool/true_no_pdeathsig` in the
     /// bench).
     pub die_with_parent: bool,
+    /// The shell to run commands with, from configuration. `TACKLE_SHELL` in the environment
+    /// takes precedence; with neither, bash if installed, else `/bin/sh`.
+    pub shell: Option<PathBuf>,
 }
 
 impl Default for BashOptions {
@@ -88,6 +91,7 @@ impl Default for BashOptions {
             spool_cap: 512 * 1024 * 1024,
             spool_dir: std::env::temp_dir().join("tackle-bash"),
             die_with_parent: true,
+            shell: None,
         }
     }
 }
@@ -230,7 +234,10 @@ async fn bash(
         env.gate.ask(cx, ask).await?;
     }
 
-    let shell = choose_shell(std::env::var_os("TACKLE_SHELL"), std::env::var_os("PATH"))?;
+    let configured = std::env::var_os("TACKLE_SHELL")
+        .filter(|s| !s.is_empty())
+        .or_else(|| options.shell.clone().map(OsString::from));
+    let shell = choose_shell(configured, std::env::var_os("PATH"))?;
     let spec = run::Spec {
         shell: shell.clone(),
         command: input.command.clone(),

@@ -1,0 +1,112 @@
+//! A tiny MCP server over stdio, used only by tackle-mcp's client tests.
+//!
+//! Tools: `echo` (text plus `structuredContent`), `picture` (an image), `fail` (`isError`),
+//! `broken` (an input schema no JSON Schema compiler accepts), `slow` (waits until
+//! cancelled) and `exit` (the process exits without answering). With the argument `--hang` the
+//! process never answers `initialize`, for the startup-timeout test.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+/// One pixel of PNG, base64-encoded.
+const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+struct Echo;
+
+fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(object) => Arc::new(object),
+        _ => unreachable!("the test schemas are objects"),
+    }
+}
+
+impl ServerHandler for Echo {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("tackle-mcp-echo", "0.0.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let text = json!({
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        });
+        let empty = json!({"type": "object", "properties": {}});
+        Ok(ListToolsResult::with_all_items(vec![
+            Tool::new("echo", "Echo the text back.", schema(text)),
+            Tool::new(
+                "picture",
+                "Return a one-pixel image.",
+                schema(empty.clone()),
+            ),
+            Tool::new("fail", "Always fails.", schema(empty.clone())),
+            Tool::new("broken", "Has a broken schema.", schema(json!({"type": 5}))),
+            Tool::new("slow", "Waits until cancelled.", schema(empty.clone())),
+            Tool::new("exit", "Exits the server process.", schema(empty)),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        let result = match request.name.as_ref() {
+            "echo" => {
+                let text = arguments
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let mut result =
+                    CallToolResult::success(vec![ContentBlock::text(format!("echo: {text}"))]);
+                result.structured_content = Some(json!({"echoed": text, "length": text.len()}));
+                result
+            }
+            "picture" => CallToolResult::success(vec![
+                ContentBlock::text("a pixel"),
+                ContentBlock::image(PIXEL, "image/png"),
+            ]),
+            "fail" => CallToolResult::error(vec![ContentBlock::text("the disk is on fire")]),
+            "slow" => {
+                context.ct.cancelled().await;
+                eprintln!("tackle-mcp-echo: slow was cancelled");
+                CallToolResult::success(vec![ContentBlock::text("cancelled")])
+            }
+            "exit" => std::process::exit(0),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("no tool named {other}"),
+                    None,
+                ));
+            }
+        };
+        Ok(CallToolResponse::from(result))
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    if std::env::args().any(|argument| argument == "--hang") {
+        std::future::pending::<()>().await;
+    }
+    let running = Echo
+        .serve(rmcp::transport::stdio())
+        .await
+        .expect("the client initializes");
+    let _ = running.waiting().await;
+}

@@ -1,0 +1,316 @@
+//! The MCP client end to end: tackle connects to `tackle-mcp-echo` (a small stdio MCP server
+//! built with this crate), registers its tools, settles calls through a Location turn, and
+//! loses the tools when the server goes away.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tackle_core::{CallIdentity, Content, Context};
+use tackle_mcp::{ConnectError, ConnectOptions, McpServerConfig, McpTransport, connect, supervise};
+use tackle_registry::{
+    AllTools, Location, ModelErrorKind, Outcome, Settlement, SettlementConfig, ToolCall,
+    ToolRegistry, Turn,
+};
+use tackle_store::{MemoryJournal, MemoryOutputStore};
+use tokio_util::sync::CancellationToken;
+
+const ECHO: &str = env!("CARGO_BIN_EXE_tackle-mcp-echo");
+
+fn location() -> Location {
+    Location::new(
+        std::env::temp_dir(),
+        &ToolRegistry::new(),
+        SettlementConfig::new(
+            Arc::new(MemoryOutputStore::new()),
+            Arc::new(MemoryJournal::new()),
+        ),
+    )
+}
+
+fn echo_server() -> McpServerConfig {
+    McpServerConfig::stdio("echo", ECHO, Vec::<String>::new()).with_env("RUST_LOG", "off")
+}
+
+async fn settle(turn: &Turn, name: &str, arguments: Value) -> Settlement {
+    let cx = Context::new(
+        CallIdentity::new("s", "build", "m", format!("call-{name}")),
+        CancellationToken::new(),
+    );
+    turn.settle(cx, ToolCall::new(name, arguments)).await
+}
+
+fn text(content: &[Content]) -> String {
+    content
+        .iter()
+        .filter_map(Content::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn registers_the_server_tools_and_settles_calls_through_a_turn() {
+    let location = location();
+    let connection = connect(&echo_server(), &location, &ConnectOptions::default())
+        .await
+        .expect("the echo server connects");
+    assert_eq!(
+        connection.tools(),
+        [
+            "echo_echo",
+            "echo_exit",
+            "echo_fail",
+            "echo_picture",
+            "echo_slow"
+        ]
+    );
+    assert_eq!(
+        location.tools().names(),
+        [
+            "echo_echo",
+            "echo_exit",
+            "echo_fail",
+            "echo_picture",
+            "echo_slow"
+        ]
+    );
+
+    let turn = location.materialize(AllTools);
+    let echo = settle(&turn, "echo_echo", json!({"text": "hello"})).await;
+    let Outcome::Success(output) = &echo.outcome else {
+        panic!("echo failed: {:?}", echo.outcome);
+    };
+    assert_eq!(text(&output.content), "echo: hello");
+    assert_eq!(
+        output.structured["structuredContent"],
+        json!({"echoed": "hello", "length": 5})
+    );
+
+    // The server's schema is enforced at the codec boundary: nothing reaches the server.
+    let invalid = settle(&turn, "echo_echo", json!({})).await;
+    let Outcome::Error(error) = &invalid.outcome else {
+        panic!("expected invalid arguments: {:?}", invalid.outcome);
+    };
+    assert_eq!(error.kind, ModelErrorKind::Invalid);
+
+    let picture = settle(&turn, "echo_picture", json!({})).await;
+    let Outcome::Success(output) = &picture.outcome else {
+        panic!("picture failed: {:?}", picture.outcome);
+    };
+    assert_eq!(output.content[0], Content::text("a pixel"));
+    assert!(
+        matches!(&output.content[1], Content::Media { mime_type, .. } if mime_type == "image/png"),
+        "{:?}",
+        output.content
+    );
+
+    let fail = settle(&turn, "echo_fail", json!({})).await;
+    let Outcome::Error(error) = &fail.outcome else {
+        panic!("expected a failure: {:?}", fail.outcome);
+    };
+    assert_eq!(error.kind, ModelErrorKind::Failed);
+    assert!(
+        error.text().contains("the disk is on fire"),
+        "{}",
+        error.text()
+    );
+
+    connection.close().await;
+    assert!(location.tools().names().is_empty());
+}
+
+#[tokio::test]
+async fn a_tool_with_a_broken_schema_is_skipped_with_a_warning() {
+    let location = location();
+    let connection = connect(&echo_server(), &location, &ConnectOptions::default())
+        .await
+        .expect("the echo server connects");
+    assert!(!connection.tools().iter().any(|name| name == "echo_broken"));
+    assert_eq!(
+        connection.warnings().len(),
+        1,
+        "{:?}",
+        connection.warnings()
+    );
+    assert!(
+        connection.warnings()[0].contains("`broken`"),
+        "{:?}",
+        connection.warnings()
+    );
+    let turn = location.materialize(AllTools);
+    assert!(turn.get("echo_broken").is_none());
+    let echo = settle(&turn, "echo_echo", json!({"text": "still here"})).await;
+    assert!(
+        matches!(echo.outcome, Outcome::Success(_)),
+        "{:?}",
+        echo.outcome
+    );
+}
+
+#[tokio::test]
+async fn when_the_server_exits_its_tools_disappear_and_old_turns_are_stale() {
+    let location = location();
+    let connection = connect(&echo_server(), &location, &ConnectOptions::default())
+        .await
+        .expect("the echo server connects");
+    let turn = location.materialize(AllTools);
+    assert!(turn.get("echo_echo").is_some());
+
+    // The server process exits without answering.
+    let exit = settle(&turn, "echo_exit", json!({})).await;
+    assert!(
+        matches!(&exit.outcome, Outcome::Error(error) if error.kind == ModelErrorKind::Failed),
+        "{:?}",
+        exit.outcome
+    );
+    tokio::time::timeout(Duration::from_secs(10), connection.disconnected())
+        .await
+        .expect("the disconnection is noticed");
+    assert!(!connection.is_connected());
+    assert!(location.tools().names().is_empty());
+
+    let stale = settle(&turn, "echo_echo", json!({"text": "anyone?"})).await;
+    let Outcome::Error(error) = &stale.outcome else {
+        panic!("expected a stale call: {:?}", stale.outcome);
+    };
+    assert_eq!(error.kind, ModelErrorKind::Stale);
+    assert!(location.materialize(AllTools).get("echo_echo").is_none());
+}
+
+#[tokio::test]
+async fn cancelling_a_call_interrupts_it() {
+    let location = location();
+    let connection = connect(&echo_server(), &location, &ConnectOptions::default())
+        .await
+        .expect("the echo server connects");
+    let turn = location.materialize(AllTools);
+    let cancel = CancellationToken::new();
+    let cx = Context::new(
+        CallIdentity::new("s", "build", "m", "call-slow"),
+        cancel.clone(),
+    );
+    let call =
+        tokio::spawn(async move { turn.settle(cx, ToolCall::new("echo_slow", json!({}))).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    cancel.cancel();
+    let settled = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("the cancelled call settles")
+        .expect("the call task");
+    assert!(
+        matches!(settled.outcome, Outcome::Interrupted),
+        "{:?}",
+        settled.outcome
+    );
+    // The connection is still usable afterwards.
+    let turn = location.materialize(AllTools);
+    let echo = settle(&turn, "echo_echo", json!({"text": "after"})).await;
+    assert!(
+        matches!(echo.outcome, Outcome::Success(_)),
+        "{:?}",
+        echo.outcome
+    );
+    drop(connection);
+    assert!(location.tools().names().is_empty());
+}
+
+#[tokio::test]
+async fn a_server_that_never_initializes_fails_with_a_timeout() {
+    let location = location();
+    let config = McpServerConfig::stdio("hang", ECHO, ["--hang"]);
+    let started = std::time::Instant::now();
+    let error = connect(
+        &config,
+        &location,
+        &ConnectOptions::default().with_startup_timeout(Duration::from_millis(300)),
+    )
+    .await
+    .expect_err("the server never answers initialize");
+    assert!(matches!(error, ConnectError::Timeout { .. }), "{error}");
+    assert!(
+        error.to_string().contains("did not start within"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(location.tools().names().is_empty());
+}
+
+#[tokio::test]
+async fn a_missing_program_and_http_fail_clearly() {
+    let location = location();
+    let missing = McpServerConfig::stdio("nope", "/nonexistent/tackle-mcp-server", ["x"]);
+    let error = connect(&missing, &location, &ConnectOptions::default())
+        .await
+        .expect_err("the program does not exist");
+    assert!(matches!(error, ConnectError::Spawn { .. }), "{error}");
+
+    let http = McpServerConfig {
+        name: "remote".to_owned(),
+        transport: McpTransport::Http {
+            url: "http://127.0.0.1:9/mcp".to_owned(),
+            headers: Default::default(),
+        },
+    };
+    let error = connect(&http, &location, &ConnectOptions::default())
+        .await
+        .expect_err("HTTP is not supported yet");
+    assert!(
+        matches!(error, ConnectError::UnsupportedTransport { .. }),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn supervise_reconnects_after_the_server_exits() {
+    let location = location();
+    let supervisor = supervise(
+        echo_server(),
+        location.clone(),
+        ConnectOptions::default()
+            .with_backoff(Duration::from_millis(50), Duration::from_millis(200)),
+    );
+    let wait = Duration::from_secs(15);
+    let first = tokio::time::timeout(wait, supervisor.wait_for(|state| state.connected))
+        .await
+        .expect("the first connection");
+    assert_eq!(first.connections, 1);
+    assert!(first.tools.contains(&"echo_echo".to_owned()));
+
+    let turn = location.materialize(AllTools);
+    let _ = settle(&turn, "echo_exit", json!({})).await;
+    let second = tokio::time::timeout(
+        wait,
+        supervisor.wait_for(|state| state.connected && state.connections == 2),
+    )
+    .await
+    .expect("the reconnection");
+    assert!(second.tools.contains(&"echo_echo".to_owned()));
+
+    // The old turn advertised the first connection's registration.
+    let stale = settle(&turn, "echo_echo", json!({"text": "old"})).await;
+    assert!(
+        matches!(&stale.outcome, Outcome::Error(error) if error.kind == ModelErrorKind::Stale),
+        "{:?}",
+        stale.outcome
+    );
+    let fresh = settle(
+        &location.materialize(AllTools),
+        "echo_echo",
+        json!({"text": "new"}),
+    )
+    .await;
+    assert!(
+        matches!(fresh.outcome, Outcome::Success(_)),
+        "{:?}",
+        fresh.outcome
+    );
+
+    drop(supervisor);
+    tokio::time::timeout(wait, async {
+        while !location.tools().names().is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("dropping the supervisor unregisters the tools");
+}
