@@ -40,6 +40,10 @@ pub(crate) struct Host {
     _batch: Registration,
     /// Keeps the custom command tools registered.
     _custom: Registration,
+    /// The MCP servers of the configuration, not yet connected.
+    mcp_servers: Vec<tackle_mcp::McpServerConfig>,
+    /// Live MCP connections; each keeps its server's tools registered.
+    mcp: Vec<tackle_mcp::McpConnection>,
 }
 
 impl Host {
@@ -116,13 +120,38 @@ impl Host {
         let custom = location
             .register(custom_toolset(&env, &location, &config))
             .map_err(|e| anyhow!(e))?;
+        let mcp_servers = config.mcp.iter().map(mcp_config).collect();
         Ok(Self {
             location,
             rules,
             _tools: tools,
             _batch: batch,
             _custom: custom,
+            mcp_servers,
+            mcp: Vec::new(),
         })
+    }
+
+    /// Connects the configured MCP servers, all at once, and registers their tools. A server
+    /// that fails to start (or is slow past the startup timeout) is reported on stderr and left
+    /// out; the others and the built-ins still work.
+    pub(crate) async fn connect_mcp(&mut self) {
+        let options = tackle_mcp::ConnectOptions::default();
+        let attempts = self
+            .mcp_servers
+            .iter()
+            .map(|server| tackle_mcp::connect(server, &self.location, &options));
+        for result in futures_util::future::join_all(attempts).await {
+            match result {
+                Ok(connection) => {
+                    for warning in connection.warnings() {
+                        eprintln!("tackle: {warning}");
+                    }
+                    self.mcp.push(connection);
+                }
+                Err(error) => eprintln!("tackle: {error}"),
+            }
+        }
     }
 
     /// The turn the agent is offered: every registered tool its rules do not wholly deny.
@@ -176,6 +205,26 @@ fn custom_toolset(env: &ToolEnv, location: &Location, config: &Config) -> ToolSe
             !clash
         })
         .collect()
+}
+
+/// The MCP client's form of a configured server.
+fn mcp_config(server: &crate::config::McpServer) -> tackle_mcp::McpServerConfig {
+    use crate::config::McpTransport;
+    let transport = match &server.transport {
+        McpTransport::Stdio { command, args, env } => tackle_mcp::McpTransport::Stdio {
+            command: command.clone(),
+            args: args.clone(),
+            env: env.iter().cloned().collect(),
+        },
+        McpTransport::Http { url, headers } => tackle_mcp::McpTransport::Http {
+            url: url.clone(),
+            headers: headers.iter().cloned().collect(),
+        },
+    };
+    tackle_mcp::McpServerConfig {
+        name: server.name.clone(),
+        transport,
+    }
 }
 
 /// The names of the tools registered so far: the built-ins `batch` may call.

@@ -214,6 +214,8 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 config,
                 ask: if yes { AskMode::Yes } else { AskMode::Refuse },
             })?;
+            let mut host = host;
+            host.connect_mcp().await;
             let server = TackleServer::from_turns(move || host.materialize())
                 .with_agent(agent)
                 .with_session(session.unwrap_or_else(|| "mcp".to_owned()));
@@ -228,6 +230,8 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 config,
                 ask: AskMode::Refuse,
             })?;
+            let mut host = host;
+            host.connect_mcp().await;
             let turn = host.materialize();
             let text = match provider {
                 Some(provider) => render::tools_provider(&turn, provider)?,
@@ -269,6 +273,8 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 config,
                 ask,
             })?;
+            let mut host = host;
+            host.connect_mcp().await;
             let turn = host.materialize();
             // Ctrl-C cancels the call: it settles as interrupted, never as a result.
             let cancel = CancellationToken::new();
