@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tackle_core::{AgentId, Context, ToolFailure};
-use tackle_permission::{Action, PermissionError, PermissionRequest, PermissionService, Ruleset};
+use tackle_permission::{
+    PermissionError, PermissionRequest, PermissionService, Ruleset, configured_denial,
+};
 
 use crate::fs::Resolved;
 
@@ -144,17 +146,10 @@ impl Gate {
             return Ok(());
         };
         let rules = (inner.rules)(cx.agent());
-        for resource in patterns {
-            let decision = rules.explain(permission, resource);
-            if let (Action::Deny, Some(rule)) = (decision.action, decision.rule) {
-                return Err(refusal(PermissionError::Denied {
-                    permission: permission.to_owned(),
-                    resource: resource.clone(),
-                    rule: Box::new(rule.clone()),
-                }));
-            }
+        match configured_denial(&rules, permission, patterns) {
+            Some(denied) => Err(refusal(denied)),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 

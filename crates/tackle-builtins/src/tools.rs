@@ -266,6 +266,21 @@ pub fn task_tools(
     vec![("task", task::tool(env, runner, subagents, caller_rules))]
 }
 
+/// The projection every built-in uses: the model reads its output's `output` field, and the
+/// `mimeType`/`dataBase64` media when the output carries one (read, webfetch).
+pub(crate) fn project_output<I>(
+    _input: &I,
+    output: &serde_json::Value,
+) -> Vec<tackle_core::Content> {
+    let mut content = vec![tackle_core::Content::text(
+        output["output"].as_str().unwrap_or_default().to_owned(),
+    )];
+    if let (Some(mime), Some(data)) = (output["mimeType"].as_str(), output["dataBase64"].as_str()) {
+        content.push(tackle_core::Content::media(mime, data));
+    }
+    content
+}
+
 /// A model-facing failure from any displayable error.
 pub(crate) fn failure(error: impl fmt::Display) -> ToolFailure {
     ToolFailure::new(error.to_string())

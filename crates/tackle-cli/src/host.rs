@@ -95,11 +95,10 @@ impl Host {
             SettlementConfig::new(Arc::new(store), Arc::new(journal))
                 .with_limits(config.output_limits()),
         );
-        let tools = location
-            .register(builtin_tools(&env, &config))
-            .map_err(|e| anyhow!(e))?;
+        let builtins = builtin_tools(&env, &config);
         // Built-ins only: external tools (MCP, custom) join the allow-list deliberately.
-        let batchable: Vec<String> = builtin_names(&location);
+        let batchable: Vec<String> = builtins.names().map(str::to_owned).collect();
+        let tools = location.register(builtins).map_err(|e| anyhow!(e))?;
         let visible = visible_filter(rules.clone());
         let batch_set = if config.is_disabled("batch") {
             ToolSet::new()
@@ -110,7 +109,7 @@ impl Host {
                     &location,
                     move |name: &str, _: &ToolDefinition| visible(name),
                     BatchOptions {
-                        allowed: Some(batchable),
+                        allowed: Some(batchable.clone()),
                     },
                 ),
             )
@@ -118,7 +117,7 @@ impl Host {
         let batch = location.register(batch_set).map_err(|e| anyhow!(e))?;
         // Custom tools come last: they are not batchable and never replace a built-in.
         let custom = location
-            .register(custom_toolset(&env, &location, &config))
+            .register(custom_toolset(&env, &batchable, &config))
             .map_err(|e| anyhow!(e))?;
         let mcp_servers = config.mcp.iter().map(mcp_config).collect();
         Ok(Self {
@@ -187,18 +186,18 @@ fn builtin_tools(env: &ToolEnv, config: &Config) -> ToolSet {
         .collect()
 }
 
-/// The custom command tools of the project and the user, minus any whose name is taken.
-fn custom_toolset(env: &ToolEnv, location: &Location, config: &Config) -> ToolSet {
+/// The custom command tools of the project and the user, minus any that would take the name of
+/// a built-in (`builtins`) or of `batch`.
+fn custom_toolset(env: &ToolEnv, builtins: &[String], config: &Config) -> ToolSet {
     let catalog = discover_custom_tools(env.fs().root(), dirs::home_dir().as_deref());
     for warning in &catalog.warnings {
         eprintln!("tackle: skipped a custom tool: {warning}");
     }
-    let taken = builtin_names(location);
     custom_tools(env, &catalog, TrustMode::AskForProject)
         .into_iter()
         .filter(|(name, _)| !config.is_disabled(name))
         .filter(|(name, _)| {
-            let clash = taken.iter().any(|t| t == name) || name == "batch";
+            let clash = builtins.iter().any(|b| b == name) || name == "batch";
             if clash {
                 eprintln!("tackle: skipped custom tool `{name}`: a built-in tool has that name");
             }
@@ -225,16 +224,6 @@ fn mcp_config(server: &crate::config::McpServer) -> tackle_mcp::McpServerConfig 
         name: server.name.clone(),
         transport,
     }
-}
-
-/// The names of the tools registered so far: the built-ins `batch` may call.
-fn builtin_names(location: &Location) -> Vec<String> {
-    location
-        .materialize(tackle_registry::AllTools)
-        .tools()
-        .iter()
-        .map(|tool| tool.name().to_owned())
-        .collect()
 }
 
 /// The agent `name`, a preset or a configured agent, with the configuration's rules on top.

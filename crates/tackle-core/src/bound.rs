@@ -482,8 +482,9 @@ pub struct Bounded {
     pub managed: Vec<ManagedRef>,
 }
 
-/// Formats `1234567` as `1,234,567`.
-fn thousands(n: usize) -> String {
+/// Formats a non-negative integer with thousands separators: `1234567` as `1,234,567`. Every
+/// model-facing count (truncation markers, search totals) uses it, so they read alike.
+pub fn thousands(n: impl std::fmt::Display) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, ch) in digits.chars().enumerate() {

@@ -35,7 +35,7 @@ mod tool;
 
 pub use bound::{
     Bounded, Direction, LimitsOverride, Omitted, OutputLimits, Recovery, bound_output, bound_text,
-    count_lines,
+    count_lines, thousands,
 };
 pub use codec::SchemaError;
 pub use codec::{Arguments, FieldError, InvalidInput};

@@ -459,18 +459,32 @@ enum Verdict {
     Deny(PermissionError),
 }
 
-/// Configured denies first, then configured rules followed by saved approvals.
-fn decide(configured: &Ruleset, approved: &Ruleset, request: &PermissionRequest) -> Verdict {
-    let permission = request.permission.as_str();
-    for resource in &request.patterns {
-        let decision = configured.explain(permission, resource);
-        if let (Action::Deny, Some(rule)) = (decision.action, decision.rule) {
-            return Verdict::Deny(PermissionError::Denied {
+/// The refusal when a rule of `ruleset` denies `permission` on any of `resources`, without
+/// asking anyone. [`PermissionService::ask`] starts with this check; tools also run it before
+/// reading content, so a denied call learns nothing about the resource.
+pub fn configured_denial(
+    ruleset: &Ruleset,
+    permission: &str,
+    resources: &[String],
+) -> Option<PermissionError> {
+    resources.iter().find_map(|resource| {
+        let decision = ruleset.explain(permission, resource);
+        match (decision.action, decision.rule) {
+            (Action::Deny, Some(rule)) => Some(PermissionError::Denied {
                 permission: permission.to_owned(),
                 resource: resource.clone(),
                 rule: Box::new(rule.clone()),
-            });
+            }),
+            _ => None,
         }
+    })
+}
+
+/// Configured denies first, then configured rules followed by saved approvals.
+fn decide(configured: &Ruleset, approved: &Ruleset, request: &PermissionRequest) -> Verdict {
+    let permission = request.permission.as_str();
+    if let Some(denied) = configured_denial(configured, permission, &request.patterns) {
+        return Verdict::Deny(denied);
     }
     let all_allowed = request.patterns.iter().all(|resource| {
         // Saved approvals come last, so any that matches decides; else the configured rules do.

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 use tackle_edit::patch::{FileChange, MatchLevel, Operation, Patch, PatchError};
 
 use super::write::current_bytes;
@@ -94,11 +94,7 @@ pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
         let env = env.clone();
         async move { apply(&env, &cx, &input.patch_text).await }
     })
-    .with_projection(|_: &ApplyPatchInput, output: &Value| {
-        vec![Content::text(
-            output["output"].as_str().unwrap_or_default().to_owned(),
-        )]
-    })
+    .with_projection(super::project_output)
     .with_concurrency(tackle_core::Concurrency::Exclusive)
     .erase()
 }

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use tackle_core::{AnyTool, Content, Context, Direction, LimitsOverride, Tool, ToolFailure};
+use serde_json::json;
+use tackle_core::{AnyTool, Context, Direction, LimitsOverride, Tool, ToolFailure};
 
 use super::ToolEnv;
 use crate::gate::Ask;
@@ -32,7 +32,8 @@ pub mod scan;
 #[cfg(test)]
 mod tests;
 
-use run::{CaptureLimits, Stop, thousands};
+use run::{CaptureLimits, Stop};
+use tackle_core::thousands;
 
 const DESCRIPTION: &str = "Run a shell command and return its output.\n\
 - Each call starts a fresh non-interactive shell (bash if installed, else sh) in workdir, or in \
@@ -156,19 +157,13 @@ pub fn tool_with_options(env: &ToolEnv, options: BashOptions) -> AnyTool {
         let options = options.clone();
         async move { bash(&env, &options, &cx, input).await }
     })
-    .with_projection(project)
+    .with_projection(super::project_output)
     .with_output_limits(LimitsOverride {
         direction: Some(Direction::Tail),
         ..Default::default()
     })
     .with_concurrency(tackle_core::Concurrency::Exclusive)
     .erase()
-}
-
-fn project(_input: &BashInput, output: &Value) -> Vec<Content> {
-    vec![Content::text(
-        output["output"].as_str().unwrap_or_default().to_owned(),
-    )]
 }
 
 async fn bash(

@@ -2,8 +2,8 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+use serde_json::json;
+use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 use tackle_edit::replace::{EditError, Strategy, replace};
 
 use super::read::missing_with_suggestions;
@@ -121,12 +121,6 @@ pub struct MultiEditOutput {
     pub diff: String,
 }
 
-fn text_projection<I>(_: &I, output: &Value) -> Vec<Content> {
-    vec![Content::text(
-        output["output"].as_str().unwrap_or_default().to_owned(),
-    )]
-}
-
 pub(crate) fn edit_tool(env: &ToolEnv) -> AnyTool {
     let env = env.clone();
     Tool::new(EDIT_DESCRIPTION, move |input: EditInput, cx: Context| {
@@ -149,7 +143,7 @@ pub(crate) fn edit_tool(env: &ToolEnv) -> AnyTool {
             })
         }
     })
-    .with_projection(text_projection::<EditInput>)
+    .with_projection(super::project_output)
     .with_concurrency(tackle_core::Concurrency::writes_paths("filePath"))
     .erase()
 }
@@ -170,7 +164,7 @@ pub(crate) fn multiedit_tool(env: &ToolEnv) -> AnyTool {
             }
         },
     )
-    .with_projection(text_projection::<MultiEditInput>)
+    .with_projection(super::project_output)
     .with_concurrency(tackle_core::Concurrency::writes_paths("filePath"))
     .erase()
 }

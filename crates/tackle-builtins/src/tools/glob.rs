@@ -18,8 +18,8 @@ use globset::{Candidate, GlobBuilder, GlobMatcher};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use tackle_core::{AnyTool, CancellationToken, Content, Context, Tool, ToolFailure};
+use tackle_core::thousands;
+use tackle_core::{AnyTool, CancellationToken, Context, Tool, ToolFailure};
 
 use super::{ToolEnv, failure};
 use crate::fs::Resolved;
@@ -78,15 +78,9 @@ pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
         let env = env.clone();
         async move { glob(&env, &cx, input).await }
     })
-    .with_projection(project)
+    .with_projection(super::project_output)
     .with_concurrency(tackle_core::Concurrency::ReadOnly)
     .erase()
-}
-
-fn project(_input: &GlobInput, output: &Value) -> Vec<Content> {
-    vec![Content::text(
-        output["output"].as_str().unwrap_or_default().to_owned(),
-    )]
 }
 
 async fn glob(env: &ToolEnv, cx: &Context, input: GlobInput) -> Result<GlobOutput, ToolFailure> {
@@ -500,17 +494,4 @@ fn display(target: &Resolved, relative: &Path) -> String {
         Some(dir) => format!("{dir}/{}", relative.to_string_lossy()),
         None => target.path.join(relative).to_string_lossy().into_owned(),
     }
-}
-
-/// `n` with thousands separators, such as `2,345`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }

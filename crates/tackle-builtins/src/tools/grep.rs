@@ -16,8 +16,9 @@ use globset::{GlobBuilder, GlobMatcher};
 use grep::regex::RegexMatcherBuilder;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+use serde_json::json;
+use tackle_core::thousands;
+use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 
 use super::{ToolEnv, failure};
 use crate::gate::Ask;
@@ -83,15 +84,9 @@ pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
         let env = env.clone();
         async move { grep(&env, &cx, input).await }
     })
-    .with_projection(project)
+    .with_projection(super::project_output)
     .with_concurrency(tackle_core::Concurrency::ReadOnly)
     .erase()
-}
-
-fn project(_input: &GrepInput, output: &Value) -> Vec<Content> {
-    vec![Content::text(
-        output["output"].as_str().unwrap_or_default().to_owned(),
-    )]
 }
 
 async fn grep(env: &ToolEnv, cx: &Context, input: GrepInput) -> Result<GrepOutput, ToolFailure> {
@@ -305,17 +300,4 @@ fn display(root: &Path, path: &Path) -> String {
     } else {
         text.into_owned()
     }
-}
-
-/// `n` with thousands separators, such as `2,345`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }

@@ -15,8 +15,8 @@ use ignore::WalkBuilder;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use tackle_core::{AnyTool, CancellationToken, Content, Context, Tool, ToolFailure};
+use tackle_core::thousands;
+use tackle_core::{AnyTool, CancellationToken, Context, Tool, ToolFailure};
 
 use super::{ToolEnv, failure};
 use crate::gate::Ask;
@@ -105,15 +105,9 @@ pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
         let env = env.clone();
         async move { list(&env, &cx, input).await }
     })
-    .with_projection(project)
+    .with_projection(super::project_output)
     .with_concurrency(tackle_core::Concurrency::ReadOnly)
     .erase()
-}
-
-fn project(_input: &ListInput, output: &Value) -> Vec<Content> {
-    vec![Content::text(
-        output["output"].as_str().unwrap_or_default().to_owned(),
-    )]
 }
 
 async fn list(env: &ToolEnv, cx: &Context, input: ListInput) -> Result<ListOutput, ToolFailure> {
@@ -409,17 +403,4 @@ fn push_notes(out: &mut String, walked: &Walked) {
             if walked.errors == 1 { "is" } else { "are" }
         ));
     }
-}
-
-/// `n` with thousands separators, such as `2,345`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }

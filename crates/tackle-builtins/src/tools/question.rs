@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 
 use super::ToolEnv;
 use crate::gate::Ask;
@@ -117,15 +116,9 @@ pub(crate) fn tool(env: &ToolEnv, asker: Arc<dyn QuestionAsker>) -> AnyTool {
         let asker = asker.clone();
         async move { ask(&env, asker.as_ref(), &cx, input).await }
     })
-    .with_projection(project)
+    .with_projection(super::project_output)
     .with_concurrency(tackle_core::Concurrency::Exclusive)
     .erase()
-}
-
-fn project(_input: &QuestionInput, output: &Value) -> Vec<Content> {
-    vec![Content::text(
-        output["output"].as_str().unwrap_or_default().to_owned(),
-    )]
 }
 
 async fn ask(

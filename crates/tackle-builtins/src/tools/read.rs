@@ -3,8 +3,7 @@
 use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 
 use super::instructions::nearest_unseen;
 use super::{ToolEnv, failure};
@@ -86,19 +85,9 @@ pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
         let env = env.clone();
         async move { read(&env, &cx, input).await }
     })
-    .with_projection(project)
+    .with_projection(super::project_output)
     .with_concurrency(tackle_core::Concurrency::ReadOnly)
     .erase()
-}
-
-fn project(_input: &ReadInput, output: &Value) -> Vec<Content> {
-    let mut content = vec![Content::text(
-        output["output"].as_str().unwrap_or_default().to_owned(),
-    )];
-    if let (Some(mime), Some(data)) = (output["mimeType"].as_str(), output["dataBase64"].as_str()) {
-        content.push(Content::media(mime, data));
-    }
-    content
 }
 
 async fn read(env: &ToolEnv, cx: &Context, input: ReadInput) -> Result<ReadOutput, ToolFailure> {

@@ -20,8 +20,7 @@ use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 
 use super::ToolEnv;
 use crate::gate::Ask;
@@ -337,7 +336,7 @@ pub(crate) fn tool(env: &ToolEnv, catalog: SkillCatalog) -> AnyTool {
         let catalog = catalog.clone();
         async move { load_skill(&env, &catalog, &cx, input).await }
     })
-    .with_projection(project)
+    .with_projection(super::project_output)
     .with_concurrency(tackle_core::Concurrency::ReadOnly)
     .erase()
 }
@@ -355,12 +354,6 @@ fn describe(catalog: &SkillCatalog) -> String {
         }
     }
     description
-}
-
-fn project(_input: &SkillInput, output: &Value) -> Vec<Content> {
-    vec![Content::text(
-        output["output"].as_str().unwrap_or_default().to_owned(),
-    )]
 }
 
 async fn load_skill(

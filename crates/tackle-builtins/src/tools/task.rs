@@ -13,8 +13,7 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use tackle_core::{AnyTool, CancellationToken, Content, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, CancellationToken, Context, Tool, ToolFailure};
 use tackle_permission::{Agent, AgentMode, Ruleset, derive_subagent_rules, subagent_offered};
 
 use super::ToolEnv;
@@ -159,7 +158,7 @@ pub(crate) fn tool(
         let shared = shared.clone();
         async move { run_task(&shared, &cx, input).await }
     })
-    .with_projection(project)
+    .with_projection(super::project_output)
     .erase()
 }
 
@@ -188,12 +187,6 @@ fn describe(offered: &[Agent]) -> String {
         }
     }
     description
-}
-
-fn project(_input: &TaskInput, output: &Value) -> Vec<Content> {
-    vec![Content::text(
-        output["output"].as_str().unwrap_or_default().to_owned(),
-    )]
 }
 
 /// The executor: checks the arguments, asks `task`, runs the subagent under derived rules and a

@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use tackle_core::{AnyTool, Content, Context, SessionState, SessionStateError, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, SessionState, SessionStateError, Tool, ToolFailure};
 
 use super::ToolEnv;
 use crate::gate::Ask;
@@ -181,7 +180,7 @@ pub(crate) fn tools(env: &ToolEnv) -> (AnyTool, AnyTool) {
                 async move { write(&env, store.as_ref(), &cx, input).await }
             },
         )
-        .with_projection(project::<TodoWriteInput>)
+        .with_projection(super::project_output)
         .with_concurrency(tackle_core::Concurrency::Exclusive)
         .erase()
     };
@@ -189,16 +188,10 @@ pub(crate) fn tools(env: &ToolEnv) -> (AnyTool, AnyTool) {
         let store = store.clone();
         async move { read(store.as_ref(), &cx) }
     })
-    .with_projection(project::<TodoReadInput>)
+    .with_projection(super::project_output)
     .with_concurrency(tackle_core::Concurrency::ReadOnly)
     .erase();
     (write, read)
-}
-
-fn project<I>(_input: &I, output: &Value) -> Vec<Content> {
-    vec![Content::text(
-        output["output"].as_str().unwrap_or_default().to_owned(),
-    )]
 }
 
 async fn write(

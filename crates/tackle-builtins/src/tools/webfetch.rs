@@ -19,8 +19,8 @@ use reqwest::header::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+use serde_json::json;
+use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 use tokio::time::Instant;
 
 use super::ToolEnv;
@@ -135,18 +135,8 @@ pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
         let env = env.clone();
         async move { webfetch(&env, &cx, input).await }
     })
-    .with_projection(project)
+    .with_projection(super::project_output)
     .erase()
-}
-
-fn project(_input: &WebFetchInput, output: &Value) -> Vec<Content> {
-    let mut content = vec![Content::text(
-        output["output"].as_str().unwrap_or_default().to_owned(),
-    )];
-    if let (Some(mime), Some(data)) = (output["mimeType"].as_str(), output["dataBase64"].as_str()) {
-        content.push(Content::media(mime, data));
-    }
-    content
 }
 
 async fn webfetch(

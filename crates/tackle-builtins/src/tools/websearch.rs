@@ -12,7 +12,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 
 use super::ToolEnv;
 use super::webfetch::error_chain;
@@ -145,30 +145,33 @@ pub struct WebSearchOutput {
 
 pub(crate) fn tool(env: &ToolEnv, config: WebSearchConfig) -> AnyTool {
     let env = env.clone();
+    // One client for every call: building one loads the TLS roots.
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("Could not set up the HTTP client: {e}."));
     Tool::new(DESCRIPTION, move |input: WebSearchInput, cx: Context| {
         let env = env.clone();
         let config = config.clone();
+        let client = client.clone();
         async move {
             let cancelled = cx.cancellation().clone();
             tokio::select! {
-                result = websearch(&env, &config, &cx, input) => result,
+                result = websearch(&env, &config, client, &cx, input) => result,
                 () = cancelled.cancelled() => {
                     Err(ToolFailure::new("The search was interrupted and stopped."))
                 }
             }
         }
     })
-    .with_projection(|_input: &WebSearchInput, output: &Value| {
-        vec![Content::text(
-            output["output"].as_str().unwrap_or_default().to_owned(),
-        )]
-    })
+    .with_projection(super::project_output)
     .erase()
 }
 
 async fn websearch(
     env: &ToolEnv,
     config: &WebSearchConfig,
+    client: Result<reqwest::Client, String>,
     cx: &Context,
     input: WebSearchInput,
 ) -> Result<WebSearchOutput, ToolFailure> {
@@ -215,7 +218,7 @@ async fn websearch(
             "arguments": {"query": query, "numResults": num_results, "type": search_type},
         },
     });
-    let body = match tokio::time::timeout(TIMEOUT, post(config, &request)).await {
+    let body = match tokio::time::timeout(TIMEOUT, post(client, config, &request)).await {
         Ok(result) => result.map_err(|message| ToolFailure::new(config.redact(&message)))?,
         Err(_) => {
             return Err(ToolFailure::new(format!(
@@ -237,12 +240,12 @@ async fn websearch(
 }
 
 /// Posts the request and returns the body as text; the error is a message still to redact.
-async fn post(config: &WebSearchConfig, request: &Value) -> Result<String, String> {
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("Could not set up the HTTP client: {e}."))?;
-    let mut builder = client
+async fn post(
+    client: Result<reqwest::Client, String>,
+    config: &WebSearchConfig,
+    request: &Value,
+) -> Result<String, String> {
+    let mut builder = client?
         .post(&config.endpoint)
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")

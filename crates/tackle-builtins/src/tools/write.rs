@@ -2,8 +2,8 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use tackle_core::{AnyTool, Content, Context, Tool, ToolFailure};
+use serde_json::json;
+use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 
 use super::{ToolEnv, failure};
 use crate::fs::{FsError, PathGuard};
@@ -52,11 +52,7 @@ pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
         let env = env.clone();
         async move { write(&env, &cx, input).await }
     })
-    .with_projection(|_: &WriteInput, output: &Value| {
-        vec![Content::text(
-            output["output"].as_str().unwrap_or_default().to_owned(),
-        )]
-    })
+    .with_projection(super::project_output)
     .with_concurrency(tackle_core::Concurrency::writes_paths("filePath"))
     .erase()
 }

@@ -32,6 +32,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tackle_core::CancellationToken;
+use tackle_core::thousands;
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::process::Child;
 
@@ -720,19 +721,6 @@ fn trim_start_partial(bytes: &[u8]) -> &[u8] {
         .take_while(|&&b| (0x80..0xC0).contains(&b))
         .count();
     &bytes[skip..]
-}
-
-/// `n` with thousands separators.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A fixed-size ring of the last bytes written.
