@@ -1,13 +1,14 @@
 //! The MCP server handler over a tackle turn factory, and the functions that serve it.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, Tool,
 };
-use rmcp::service::{RequestContext, RunningService, ServerInitializeError};
+use rmcp::service::{NotificationContext, RequestContext, RunningService, ServerInitializeError};
 use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
@@ -26,16 +27,19 @@ type TurnFactory = dyn Fn() -> Turn + Send + Sync;
 #[derive(Clone)]
 pub struct TackleServer {
     inner: Arc<Inner>,
+    /// The turn the last `tools/list` of this connection advertised: calls settle against it,
+    /// so a call made from an outdated listing is rejected as stale rather than served by a
+    /// different tool. Each connection has its own (see [`TackleServer::for_connection`]).
+    listed: Arc<Mutex<Option<Turn>>>,
+    /// Set once this connection's client is in `peers`.
+    peer_known: Arc<AtomicBool>,
 }
 
 struct Inner {
     turns: Box<TurnFactory>,
     session: String,
     agent: String,
-    /// The turn the last `tools/list` advertised: calls settle against it, so a call made from
-    /// an outdated listing is rejected as stale rather than served by a different tool.
-    listed: Mutex<Option<Turn>>,
-    /// Connected clients, for `notifications/tools/list_changed`.
+    /// Initialized clients, for `notifications/tools/list_changed`.
     peers: Mutex<Vec<Peer<RoleServer>>>,
 }
 
@@ -67,9 +71,21 @@ impl TackleServer {
                 turns: Box::new(turns),
                 session: "mcp".to_owned(),
                 agent: "build".to_owned(),
-                listed: Mutex::new(None),
                 peers: Mutex::new(Vec::new()),
             }),
+            listed: Arc::default(),
+            peer_known: Arc::default(),
+        }
+    }
+
+    /// A handle for one more connection: the same tools, agent, session and clients to notify,
+    /// but its own last listing, so one client's `tools/list` never changes what another
+    /// client's calls settle against. Transports that serve many clients (HTTP) use it.
+    pub fn for_connection(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            listed: Arc::default(),
+            peer_known: Arc::default(),
         }
     }
 
@@ -91,12 +107,18 @@ impl TackleServer {
                 change(&mut inner);
                 Self {
                     inner: Arc::new(inner),
+                    listed: self.listed,
+                    peer_known: self.peer_known,
                 }
             }
             // Already shared: configuration is fixed once a handle escapes, so keep it as is.
             Err(inner) => {
                 tracing::warn!("TackleServer configured after it was cloned; ignoring");
-                Self { inner }
+                Self {
+                    inner,
+                    listed: self.listed,
+                    peer_known: self.peer_known,
+                }
             }
         }
     }
@@ -123,15 +145,20 @@ impl TackleServer {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Remembers this connection's client for list_changed, once.
     fn add_peer(&self, peer: Peer<RoleServer>) {
-        self.peers().push(peer);
+        if self.peer_known.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let mut peers = self.peers();
+        peers.retain(|peer| !peer.is_transport_closed());
+        peers.push(peer);
     }
 
     /// A fresh turn, remembered as the one calls settle against.
     fn list(&self) -> Turn {
         let turn = (self.inner.turns)();
         *self
-            .inner
             .listed
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(turn.clone());
@@ -141,7 +168,6 @@ impl TackleServer {
     /// The turn a call settles against: the last listing, else a fresh one.
     fn turn_for_call(&self) -> Turn {
         let listed = self
-            .inner
             .listed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -159,6 +185,11 @@ impl ServerHandler for TackleServer {
                 .build(),
         )
         .with_server_info(Implementation::new("tackle", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Every transport passes here once per client, so list_changed reaches them all.
+        self.add_peer(context.peer);
     }
 
     async fn list_tools(
@@ -260,6 +291,7 @@ where
 {
     let handle = server.clone();
     let running = server.serve(transport).await?;
+    // Known before the caller can notify, without waiting for `notifications/initialized`.
     handle.add_peer(running.peer().clone());
     Ok(Serving { running })
 }
