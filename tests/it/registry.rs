@@ -424,3 +424,86 @@ fn clones_of_a_registry_share_one_placement() {
     drop(reg);
     assert!(registry.names().is_empty());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Change notifications
+// ---------------------------------------------------------------------------------------------
+
+/// Waits for `changes` a little; true when a change came.
+async fn woke(changes: &mut tackle_registry::RegistryChanges) -> bool {
+    tokio::time::timeout(std::time::Duration::from_secs(5), changes.changed())
+        .await
+        .unwrap_or(false)
+}
+
+/// True when `changes` has nothing pending right now.
+async fn quiet(changes: &mut tackle_registry::RegistryChanges) -> bool {
+    tokio::time::timeout(std::time::Duration::from_millis(50), changes.changed())
+        .await
+        .is_err()
+}
+
+#[tokio::test]
+async fn location_changes_wake_on_register_and_on_dropped_guards_of_both_placements() {
+    let h = Harness::new();
+    let location = h.location("/ws");
+    let mut changes = location.changes();
+    assert!(quiet(&mut changes).await, "nothing changed yet");
+
+    let local = location
+        .register(ToolSet::new().with("echo", tagged("local").0))
+        .unwrap();
+    assert!(woke(&mut changes).await, "a Location registration wakes it");
+    assert!(quiet(&mut changes).await, "one change, one wake-up");
+
+    let process = h
+        .process
+        .register(ToolSet::new().with("other", tagged("process").0))
+        .unwrap();
+    assert!(woke(&mut changes).await, "a process registration wakes it");
+
+    drop(local);
+    assert!(woke(&mut changes).await, "dropping a guard wakes it");
+    drop(process);
+    assert!(
+        woke(&mut changes).await,
+        "dropping a process guard wakes it"
+    );
+
+    // A rejected record changes nothing.
+    let rejected = location.register(ToolSet::new().with("bad name", tagged("x").0));
+    assert!(rejected.is_err());
+    assert!(
+        quiet(&mut changes).await,
+        "a rejected record is not a change"
+    );
+}
+
+#[tokio::test]
+async fn registry_changes_report_the_end_when_the_placement_is_gone() {
+    let registry = ToolRegistry::new();
+    let mut changes = registry.changes();
+    drop(registry);
+    assert!(
+        !changes.changed().await,
+        "no change can come from a dropped placement"
+    );
+}
+
+#[tokio::test]
+async fn mark_seen_folds_a_burst_of_changes_into_one_wake_up() {
+    let h = Harness::new();
+    let location = h.location("/ws");
+    let mut changes = location.changes();
+    let first = location
+        .register(ToolSet::new().with("a", tagged("a").0))
+        .unwrap();
+    let second = location
+        .register(ToolSet::new().with("b", tagged("b").0))
+        .unwrap();
+    drop(first);
+    changes.mark_seen();
+    assert!(quiet(&mut changes).await, "the burst was marked seen");
+    drop(second);
+    assert!(woke(&mut changes).await, "a later change still wakes it");
+}

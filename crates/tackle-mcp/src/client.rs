@@ -4,19 +4,26 @@
 mod names;
 mod result;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, JsonObject};
-use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
+use futures_util::future::BoxFuture;
+use http::{HeaderName, HeaderValue};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientRequest, JsonObject, PingRequest,
+};
+use rmcp::service::{RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig,
+};
+use rmcp::transport::{IntoTransport, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tackle_core::{Context, Tool, ToolFailure};
 use tackle_registry::{Location, Registration, RegistrationError, ToolSet};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -69,31 +76,55 @@ pub enum McpTransport {
         /// Variables set in its environment, on top of this process's.
         env: BTreeMap<String, String>,
     },
-    /// Streamable HTTP. Not supported yet: [`connect`] refuses it with
-    /// [`ConnectError::UnsupportedTransport`].
+    /// Streamable HTTP. HTTP has no connection to lose, so the client pings the server (see
+    /// [`ConnectOptions::with_heartbeat`]) and treats a failed ping as a disconnection.
     Http {
-        /// The endpoint.
+        /// The endpoint, such as `https://example.com/mcp`.
         url: String,
-        /// Headers sent with every request.
+        /// Headers sent with every request. An `Authorization: Bearer <token>` header is sent
+        /// as rmcp's bearer token; any other value is sent as it is.
         headers: BTreeMap<String, String>,
     },
 }
 
+/// Checks a call to an MCP tool before it is sent: it gets the call's context and the
+/// registered tool name (`<server>_<tool>`). An `Err` becomes the call's tool failure, and
+/// nothing is sent to the server.
+pub type BeforeCall =
+    Arc<dyn Fn(Context, String) -> BoxFuture<'static, Result<(), ToolFailure>> + Send + Sync>;
+
 /// How [`connect`] and [`supervise`] behave.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ConnectOptions {
     startup_timeout: Duration,
     backoff_initial: Duration,
     backoff_max: Duration,
+    heartbeat: Duration,
+    before_call: Option<BeforeCall>,
+}
+
+impl fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("startup_timeout", &self.startup_timeout)
+            .field("backoff_initial", &self.backoff_initial)
+            .field("backoff_max", &self.backoff_max)
+            .field("heartbeat", &self.heartbeat)
+            .field("before_call", &self.before_call.is_some())
+            .finish()
+    }
 }
 
 impl Default for ConnectOptions {
-    /// A 10 s startup timeout; reconnection backoff from 0.5 s doubling up to 30 s.
+    /// A 10 s startup timeout; reconnection backoff from 0.5 s doubling up to 30 s; an HTTP
+    /// heartbeat every 10 s; no hook before calls.
     fn default() -> Self {
         Self {
             startup_timeout: Duration::from_secs(10),
             backoff_initial: Duration::from_millis(500),
             backoff_max: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(10),
+            before_call: None,
         }
     }
 }
@@ -109,6 +140,20 @@ impl ConnectOptions {
     pub fn with_backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.backoff_initial = initial;
         self.backoff_max = max.max(initial);
+        self
+    }
+
+    /// How often an HTTP server is pinged. A ping that fails or takes longer than the startup
+    /// timeout counts as a disconnection. A call that fails in the transport pings at once.
+    /// Stdio servers are not pinged: their process exiting is the disconnection.
+    pub fn with_heartbeat(mut self, interval: Duration) -> Self {
+        self.heartbeat = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Runs `hook` before every call to a registered tool; see [`BeforeCall`].
+    pub fn with_before_call(mut self, hook: BeforeCall) -> Self {
+        self.before_call = Some(hook);
         self
     }
 }
@@ -159,19 +204,23 @@ pub enum ConnectError {
         /// Why.
         source: RegistrationError,
     },
-    /// The transport is not implemented.
-    #[error("MCP server `{server}`: the {transport} transport is not supported yet")]
-    UnsupportedTransport {
+    /// A configured HTTP header cannot be sent.
+    #[error("MCP server `{server}`: cannot send the header `{header}`: {reason}")]
+    Header {
         /// The server's name.
         server: String,
-        /// Which transport.
-        transport: &'static str,
+        /// The header's name as configured.
+        header: String,
+        /// Why; never the header's value, which may be a secret.
+        reason: &'static str,
     },
 }
 
 /// What lives exactly as long as the server is connected.
 struct Shared {
     registration: Mutex<Option<Registration>>,
+    /// Asks the heartbeat to ping now, after a call failed in the transport.
+    probe: Notify,
 }
 
 impl Shared {
@@ -254,8 +303,8 @@ impl Drop for McpConnection {
     }
 }
 
-/// Starts the MCP server `config` describes, initializes it, lists all its tools and registers
-/// them in `location` under [`assign_tool_names`].
+/// Starts the MCP server `config` describes (or reaches it over HTTP), initializes it, lists
+/// all its tools and registers them in `location` under [`assign_tool_names`].
 ///
 /// Starting, initializing and listing must finish within the startup timeout of `options`. A
 /// tool whose input schema tackle refuses is skipped and reported in
@@ -266,32 +315,25 @@ pub async fn connect(
     options: &ConnectOptions,
 ) -> Result<McpConnection, ConnectError> {
     let server = config.name.clone();
-    let transport = match &config.transport {
-        McpTransport::Stdio { command, args, env } => {
-            let mut process = tokio::process::Command::new(command);
-            process.args(args).envs(env).kill_on_drop(true);
-            TokioChildProcess::new(process).map_err(|source| ConnectError::Spawn {
-                server: server.clone(),
-                command: command.clone(),
-                source,
-            })?
-        }
-        McpTransport::Http { .. } => {
-            return Err(ConnectError::UnsupportedTransport {
-                server,
-                transport: "HTTP",
-            });
-        }
-    };
     let cancel = CancellationToken::new();
     let startup = async {
-        let running =
-            ().serve_with_ct(transport, cancel.clone())
-                .await
-                .map_err(|error| ConnectError::Initialize {
-                    server: server.clone(),
-                    message: error.to_string(),
-                })?;
+        let running = match &config.transport {
+            McpTransport::Stdio { command, args, env } => {
+                let mut process = tokio::process::Command::new(command);
+                process.args(args).envs(env).kill_on_drop(true);
+                let transport =
+                    TokioChildProcess::new(process).map_err(|source| ConnectError::Spawn {
+                        server: server.clone(),
+                        command: command.clone(),
+                        source,
+                    })?;
+                initialize(&server, transport, cancel.clone()).await?
+            }
+            McpTransport::Http { url, headers } => {
+                let transport = http_transport(&server, url, headers)?;
+                initialize(&server, transport, cancel.clone()).await?
+            }
+        };
         let tools =
             running
                 .peer()
@@ -313,7 +355,16 @@ pub async fn connect(
         }
     };
 
-    let peer = running.peer().clone();
+    let shared = Arc::new(Shared {
+        registration: Mutex::new(None),
+        probe: Notify::new(),
+    });
+    let remote = Remote {
+        server: server.as_str().into(),
+        peer: running.peer().clone(),
+        shared: shared.clone(),
+        before_call: options.before_call.clone(),
+    };
     let mut record = ToolSet::new();
     let mut tools = Vec::new();
     let mut warnings = Vec::new();
@@ -329,9 +380,9 @@ pub async fn connect(
             .unwrap_or_default()
             .to_owned();
         let schema = Value::Object((*tool.input_schema).clone());
-        match remote_tool(&server, &original, description, schema, peer.clone()) {
-            Ok(remote) => {
-                record.insert(name.clone(), remote);
+        match remote_tool(&remote, &original, &name, description, schema) {
+            Ok(tool) => {
+                record.insert(name.clone(), tool);
                 tools.push(name);
             }
             Err(error) => {
@@ -349,16 +400,21 @@ pub async fn connect(
             server: server.clone(),
             source,
         })?;
+    *shared
+        .registration
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(registration);
 
-    let shared = Arc::new(Shared {
-        registration: Mutex::new(Some(registration)),
-    });
+    let heartbeat = matches!(config.transport, McpTransport::Http { .. })
+        .then_some((options.heartbeat, options.startup_timeout));
     let (closed_tx, closed) = watch::channel(false);
     tokio::spawn(watch_connection(
         server.clone(),
         running,
         shared.clone(),
         closed_tx,
+        heartbeat,
+        cancel.clone(),
     ));
     Ok(McpConnection {
         server,
@@ -370,34 +426,177 @@ pub async fn connect(
     })
 }
 
-/// Waits for the service to stop, then drops the registration and reports the disconnection.
+/// Runs the MCP handshake over `transport`.
+async fn initialize<T, E, A>(
+    server: &str,
+    transport: T,
+    cancel: CancellationToken,
+) -> Result<RunningService<RoleClient, ()>, ConnectError>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    ().serve_with_ct(transport, cancel)
+        .await
+        .map_err(|error| ConnectError::Initialize {
+            server: server.to_owned(),
+            message: error.to_string(),
+        })
+}
+
+/// Headers the streamable HTTP transport sets itself.
+const TRANSPORT_HEADERS: [&str; 5] = [
+    "accept",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// The streamable HTTP transport to `url`, sending `headers` with every request.
+fn http_transport(
+    server: &str,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransport<impl StreamableHttpClient>, ConnectError> {
+    let refuse = |header: &str, reason| ConnectError::Header {
+        server: server.to_owned(),
+        header: header.to_owned(),
+        reason,
+    };
+    let mut bearer = None;
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        let header_name = HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| refuse(name, "it is not a valid header name"))?;
+        if TRANSPORT_HEADERS.contains(&header_name.as_str()) {
+            return Err(refuse(name, "the MCP transport sets it itself"));
+        }
+        let header_value = HeaderValue::from_str(value.trim())
+            .map_err(|_| refuse(name, "its value is not a valid header value"))?;
+        if header_name == http::header::AUTHORIZATION
+            && let Some(token) = bearer_token(value)
+        {
+            // rmcp sends its auth header as `Bearer <token>` on every request.
+            bearer = Some(token.to_owned());
+            continue;
+        }
+        custom.insert(header_name, header_value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    config.auth_header = bearer;
+    install_crypto_provider();
+    Ok(StreamableHttpClientTransport::from_config(config))
+}
+
+/// The token of a `Bearer <token>` authorization value.
+fn bearer_token(value: &str) -> Option<&str> {
+    let value = value.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|token| !token.is_empty())
+}
+
+/// Installs ring as the process's TLS crypto provider, which reqwest (built without one) needs
+/// before any client is built.
+fn install_crypto_provider() {
+    // An error means a provider is installed already, which is all reqwest needs.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Waits for the service to stop (or, over HTTP, for a ping to fail), then drops the
+/// registration and reports the disconnection.
 async fn watch_connection(
     server: String,
     running: RunningService<RoleClient, ()>,
     shared: Arc<Shared>,
     closed: watch::Sender<bool>,
+    heartbeat: Option<(Duration, Duration)>,
+    cancel: CancellationToken,
 ) {
-    let reason = running.waiting().await;
+    let peer = running.peer().clone();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    let reason = tokio::select! {
+        reason = &mut waiting => format!("{reason:?}"),
+        failure = heartbeat_failure(&peer, &shared, heartbeat) => {
+            shared.unregister();
+            cancel.cancel();
+            let _ = waiting.await;
+            failure
+        }
+    };
     shared.unregister();
-    tracing::info!("MCP server `{server}` disconnected ({reason:?}); its tools were removed");
+    tracing::info!("MCP server `{server}` disconnected ({reason}); its tools were removed");
     let _ = closed.send(true);
 }
 
-/// One server tool as a tackle tool: its calls become `tools/call` requests.
+/// Pings every `interval` (and whenever a call failed in the transport) until a ping fails or
+/// takes longer than `timeout`; never returns without a heartbeat.
+async fn heartbeat_failure(
+    peer: &Peer<RoleClient>,
+    shared: &Shared,
+    heartbeat: Option<(Duration, Duration)>,
+) -> String {
+    let Some((interval, timeout)) = heartbeat else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            () = shared.probe.notified() => {}
+        }
+        let ping = peer.send_request(ClientRequest::PingRequest(PingRequest::default()));
+        match tokio::time::timeout(timeout, ping).await {
+            // An MCP error is still an answer: the server is there.
+            Ok(Ok(_) | Err(ServiceError::McpError(_))) => {}
+            Ok(Err(error)) => return format!("ping failed: {error}"),
+            Err(_) => return format!("no answer to a ping within {timeout:?}"),
+        }
+    }
+}
+
+/// What every tool of one connection shares.
+struct Remote {
+    server: Arc<str>,
+    peer: Peer<RoleClient>,
+    shared: Arc<Shared>,
+    before_call: Option<BeforeCall>,
+}
+
+/// One server tool as a tackle tool registered as `name`: its calls become `tools/call`
+/// requests, after the connection's [`BeforeCall`] hook allows them.
 fn remote_tool(
-    server: &str,
+    remote: &Remote,
     original: &str,
+    name: &str,
     description: String,
     schema: Value,
-    peer: Peer<RoleClient>,
 ) -> Result<Tool<Value, Value>, tackle_core::SchemaError> {
-    let server: Arc<str> = server.into();
+    let server = remote.server.clone();
+    let peer = remote.peer.clone();
+    let shared = Arc::downgrade(&remote.shared);
+    let before_call = remote.before_call.clone();
     let original: Arc<str> = original.into();
+    let name: Arc<str> = name.into();
     let tool = Tool::with_schema(description, schema, move |arguments: Value, cx: Context| {
         let peer = peer.clone();
         let server = server.clone();
         let original = original.clone();
+        let name = name.clone();
+        let shared = shared.clone();
+        let before_call = before_call.clone();
         async move {
+            if let Some(hook) = before_call {
+                tokio::select! {
+                    allowed = hook(cx.clone(), name.to_string()) => allowed?,
+                    () = cx.cancellation().cancelled() => {
+                        return Err(ToolFailure::new("the call was cancelled"));
+                    }
+                }
+            }
             let arguments = match arguments {
                 Value::Object(arguments) => arguments,
                 _ => JsonObject::new(),
@@ -417,9 +616,19 @@ fn remote_tool(
                     "the MCP server `{server}` answered `{original}` with a request for more \
                      input or a task, which tackle does not support"
                 ))),
-                Err(error) => Err(ToolFailure::new(format!(
-                    "the MCP server `{server}` did not answer `{original}`: {error}"
-                ))),
+                Err(error) => {
+                    if matches!(
+                        error,
+                        ServiceError::TransportSend(_) | ServiceError::TransportClosed
+                    ) && let Some(shared) = shared.upgrade()
+                    {
+                        // Check now whether the server is still there.
+                        shared.probe.notify_one();
+                    }
+                    Err(ToolFailure::new(format!(
+                        "the MCP server `{server}` did not answer `{original}`: {error}"
+                    )))
+                }
             }
         }
     })?;

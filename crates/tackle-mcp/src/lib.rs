@@ -15,14 +15,28 @@
 //!
 //! Cancellation is the protocol's: each request's cancellation token becomes the call's
 //! [`Context`](tackle_core::Context) token, so `notifications/cancelled` interrupts the tool.
-//! The server advertises `tools.listChanged`; the host calls
-//! [`TackleServer::notify_tools_changed`] when its registrations change.
+//! The server advertises `tools.listChanged`; [`TackleServer::notify_on`] sends it whenever the
+//! Location's registrations change (or the host calls [`TackleServer::notify_tools_changed`]).
+//!
+//! The server talks back to its client mid-call in two ways. A tool's progress (its
+//! [`Context`](tackle_core::Context) title and metadata updates) becomes
+//! `notifications/progress` under the token the request carried. A permission question goes to
+//! the client that made the call as a form elicitation (allow once, always, or reject with
+//! feedback for the model) when the host answers questions with an [`ElicitingApprover`] that
+//! shares a [`ClientCalls`] table with the server; clients without form elicitation get the
+//! host's fallback answer.
 //!
 //! Nothing here writes to stdout except the transport itself; diagnostics go through
 //! `tracing`, which a stdio host must route to stderr.
 //!
+//! [`serve_http`] serves the same handler over streamable HTTP on a TCP address: each client
+//! session gets its own [`TackleServer::for_connection`] handle, `tools/list_changed` reaches
+//! every open session, and the `Host` header is checked against loopback names unless the
+//! server is bound elsewhere. Picking the address (loopback by default) is the host's job.
+//!
 //! The other direction is the client: [`connect`] starts an MCP server (a child process over
-//! stdio), initializes it within a startup timeout, lists all its tools and registers each in
+//! stdio, or a streamable HTTP endpoint with configured headers), initializes it within a
+//! startup timeout, lists all its tools and registers each in
 //! a [`Location`](tackle_registry::Location) as a [`Tool::with_schema`](tackle_core::Tool)
 //! tool named `<server>_<tool>` (see [`assign_tool_names`]). A call becomes `tools/call` with
 //! the call's cancellation; the result settles through the registry like any built-in, so it is
@@ -30,17 +44,23 @@
 //! {...}}` and the model reads the content parts (text and media); `isError` becomes a tool
 //! failure. A tool whose schema tackle refuses is skipped with a warning. The
 //! [`McpConnection`] owns the registration: when the server disconnects the tools disappear and
-//! turns that advertised them settle as stale. [`supervise`] reconnects with exponential
-//! backoff. The streamable HTTP transport is not implemented yet.
+//! turns that advertised them settle as stale; over HTTP a failed heartbeat ping counts as a
+//! disconnection. [`supervise`] reconnects with exponential backoff. An optional
+//! [`BeforeCall`] hook (see [`ConnectOptions::with_before_call`]) can refuse a call before
+//! anything is sent, which is where a host plugs in its permission check.
 
 #![deny(missing_docs)]
 
 mod client;
 mod convert;
+mod elicit;
+mod http;
 mod server;
 
 pub use client::{
-    ConnectError, ConnectOptions, McpConnection, McpServerConfig, McpTransport, Supervisor,
-    SupervisorState, assign_tool_names, connect, supervise,
+    BeforeCall, ConnectError, ConnectOptions, McpConnection, McpServerConfig, McpTransport,
+    Supervisor, SupervisorState, assign_tool_names, connect, supervise,
 };
+pub use elicit::{ClientCalls, ElicitingApprover};
+pub use http::{HttpServing, serve_http};
 pub use server::{ServeError, Serving, TackleServer, serve, serve_stdio};

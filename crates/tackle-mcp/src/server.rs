@@ -1,21 +1,24 @@
 //! The MCP server handler over a tackle turn factory, and the functions that serve it.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService, ServerInitializeError};
 use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
-use tackle_core::{AgentId, CallIdentity, Context, ToolDefinition};
-use tackle_registry::{Location, ToolCall, Turn, TurnFilter};
+use tackle_core::{AgentId, CallIdentity, Context, Progress, ToolDefinition};
+use tackle_registry::{Location, RegistryChanges, ToolCall, Turn, TurnFilter};
+
+use tokio::sync::mpsc;
 
 use crate::convert;
+use crate::elicit::ClientCalls;
 
 /// Produces the turn a request sees.
 type TurnFactory = dyn Fn() -> Turn + Send + Sync;
@@ -33,7 +36,21 @@ pub struct TackleServer {
     listed: Arc<Mutex<Option<Turn>>>,
     /// Set once this connection's client is in `peers`.
     peer_known: Arc<AtomicBool>,
+    /// This connection's number, which makes its call IDs unique among connections.
+    connection: u64,
 }
+
+/// Numbers connections.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
+
+/// How long a burst of registry changes may last before the client hears of it.
+const LIST_CHANGED_SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How many progress updates may wait for the client before newer ones are dropped.
+const PROGRESS_BUFFER: usize = 16;
+
+/// The longest progress message sent; the full metadata stays in the final result.
+const PROGRESS_MESSAGE_CHARS: usize = 200;
 
 struct Inner {
     turns: Box<TurnFactory>,
@@ -41,6 +58,8 @@ struct Inner {
     agent: String,
     /// Initialized clients, for `notifications/tools/list_changed`.
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Where running calls are recorded with their client, for permission questions.
+    client_calls: Option<ClientCalls>,
 }
 
 impl fmt::Debug for TackleServer {
@@ -72,9 +91,11 @@ impl TackleServer {
                 session: "mcp".to_owned(),
                 agent: "build".to_owned(),
                 peers: Mutex::new(Vec::new()),
+                client_calls: None,
             }),
             listed: Arc::default(),
             peer_known: Arc::default(),
+            connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -86,6 +107,7 @@ impl TackleServer {
             inner: self.inner.clone(),
             listed: Arc::default(),
             peer_known: Arc::default(),
+            connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -101,6 +123,14 @@ impl TackleServer {
         self.reconfigure(|inner| inner.session = session)
     }
 
+    /// Records each running call with its client in `calls`, so an [`ElicitingApprover`]
+    /// sharing the table can ask that client for permission.
+    ///
+    /// [`ElicitingApprover`]: crate::ElicitingApprover
+    pub fn with_client_calls(self, calls: ClientCalls) -> Self {
+        self.reconfigure(|inner| inner.client_calls = Some(calls))
+    }
+
     fn reconfigure(self, change: impl FnOnce(&mut Inner)) -> Self {
         match Arc::try_unwrap(self.inner) {
             Ok(mut inner) => {
@@ -109,6 +139,7 @@ impl TackleServer {
                     inner: Arc::new(inner),
                     listed: self.listed,
                     peer_known: self.peer_known,
+                    connection: self.connection,
                 }
             }
             // Already shared: configuration is fixed once a handle escapes, so keep it as is.
@@ -118,6 +149,7 @@ impl TackleServer {
                     inner,
                     listed: self.listed,
                     peer_known: self.peer_known,
+                    connection: self.connection,
                 }
             }
         }
@@ -136,6 +168,22 @@ impl TackleServer {
                 tracing::debug!("cannot send tools/list_changed: {error}");
             }
         }
+    }
+
+    /// Sends `notifications/tools/list_changed` after every change `changes` sees, until the
+    /// returned task is aborted or no change can come. Changes within 50 ms of each other (a
+    /// reconnected MCP server registering its tools, say) become one notification.
+    ///
+    /// Pass [`Location::changes`](tackle_registry::Location::changes) of the served Location.
+    pub fn notify_on(&self, mut changes: RegistryChanges) -> tokio::task::JoinHandle<()> {
+        let server = self.clone();
+        tokio::spawn(async move {
+            while changes.changed().await {
+                tokio::time::sleep(LIST_CHANGED_SETTLE).await;
+                changes.mark_seen();
+                server.notify_tools_changed().await;
+            }
+        })
     }
 
     fn peers(&self) -> std::sync::MutexGuard<'_, Vec<Peer<RoleServer>>> {
@@ -158,10 +206,7 @@ impl TackleServer {
     /// A fresh turn, remembered as the one calls settle against.
     fn list(&self) -> Turn {
         let turn = (self.inner.turns)();
-        *self
-            .listed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(turn.clone());
+        *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = Some(turn.clone());
         turn
     }
 
@@ -209,16 +254,31 @@ impl ServerHandler for TackleServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let turn = self.turn_for_call();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let call_id = format!("mcp-{}-{}", self.connection, context.id);
         let identity = CallIdentity::new(
             self.inner.session.as_str(),
             self.inner.agent.as_str(),
-            format!("mcp-{}", context.id),
-            context.id.to_string(),
+            format!("{call_id}-message"),
+            call_id.clone(),
         );
-        let cx = Context::new(identity, context.ct.clone());
+        let _running = self
+            .inner
+            .client_calls
+            .as_ref()
+            .map(|calls| calls.enter(call_id, context.peer.clone()));
+        let mut cx = Context::new(identity, context.ct.clone());
+        let forwarder = context.meta.get_progress_token().map(|token| {
+            let (sender, updates) = mpsc::channel(PROGRESS_BUFFER);
+            cx = cx.clone().with_progress(sender);
+            tokio::spawn(forward_progress(context.peer.clone(), token, updates))
+        });
         let settlement = turn
             .settle(cx, ToolCall::new(request.name.as_ref(), arguments))
             .await;
+        // No progress after the result.
+        if let Some(forwarder) = forwarder {
+            forwarder.abort();
+        }
         convert::call_result(&settlement).map(CallToolResponse::from)
     }
 }
@@ -276,6 +336,13 @@ impl fmt::Display for ServeError {
 
 impl std::error::Error for ServeError {}
 
+impl ServeError {
+    /// An error with `message`, for the other serving functions of this crate.
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
 impl From<ServerInitializeError> for ServeError {
     fn from(error: ServerInitializeError) -> Self {
         Self(error.to_string())
@@ -302,4 +369,49 @@ pub async fn serve_stdio(server: TackleServer) -> Result<(), ServeError> {
         .await?
         .waiting()
         .await
+}
+
+/// Sends each progress update of a call to the client as `notifications/progress`, numbered in
+/// order, until the call's context is gone.
+async fn forward_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    mut updates: mpsc::Receiver<Progress>,
+) {
+    let mut count = 0.0;
+    while let Some(update) = updates.recv().await {
+        count += 1.0;
+        let mut param = ProgressNotificationParam::new(token.clone(), count);
+        if let Some(message) = progress_message(&update) {
+            param = param.with_message(message);
+        }
+        if peer.notify_progress(param).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A one-line message for a progress update: its title, else the last line of its `output`
+/// metadata (a running command's tail), else the metadata as compact JSON; cut to
+/// [`PROGRESS_MESSAGE_CHARS`].
+fn progress_message(update: &Progress) -> Option<String> {
+    let text = match (&update.title, &update.metadata) {
+        (Some(title), _) => title.clone(),
+        (None, Some(metadata)) => match metadata.get("output").and_then(Value::as_str) {
+            Some(output) => output
+                .lines()
+                .rev()
+                .find(|line| !line.trim().is_empty())
+                .unwrap_or_default()
+                .to_owned(),
+            None => metadata.to_string(),
+        },
+        (None, None) => return None,
+    };
+    let mut chars = text.chars();
+    let mut cut: String = chars.by_ref().take(PROGRESS_MESSAGE_CHARS).collect();
+    if chars.next().is_some() {
+        cut.push('…');
+    }
+    Some(cut)
 }

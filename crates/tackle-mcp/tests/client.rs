@@ -2,12 +2,14 @@
 //! built with this crate), registers its tools, settles calls through a Location turn, and
 //! loses the tools when the server goes away.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tackle_core::{CallIdentity, Content, Context};
-use tackle_mcp::{ConnectError, ConnectOptions, McpServerConfig, McpTransport, connect, supervise};
+use tackle_core::{CallIdentity, Content, Context, ToolFailure};
+use tackle_mcp::{
+    BeforeCall, ConnectError, ConnectOptions, McpServerConfig, McpTransport, connect, supervise,
+};
 use tackle_registry::{
     AllTools, Location, ModelErrorKind, Outcome, Settlement, SettlementConfig, ToolCall,
     ToolRegistry, Turn,
@@ -61,6 +63,7 @@ async fn registers_the_server_tools_and_settles_calls_through_a_turn() {
             "echo_exit",
             "echo_fail",
             "echo_picture",
+            "echo_seen",
             "echo_slow"
         ]
     );
@@ -71,6 +74,7 @@ async fn registers_the_server_tools_and_settles_calls_through_a_turn() {
             "echo_exit",
             "echo_fail",
             "echo_picture",
+            "echo_seen",
             "echo_slow"
         ]
     );
@@ -236,7 +240,7 @@ async fn a_server_that_never_initializes_fails_with_a_timeout() {
 }
 
 #[tokio::test]
-async fn a_missing_program_and_http_fail_clearly() {
+async fn a_missing_program_and_an_unreachable_url_fail_clearly() {
     let location = location();
     let missing = McpServerConfig::stdio("nope", "/nonexistent/tackle-mcp-server", ["x"]);
     let error = connect(&missing, &location, &ConnectOptions::default())
@@ -244,6 +248,7 @@ async fn a_missing_program_and_http_fail_clearly() {
         .expect_err("the program does not exist");
     assert!(matches!(error, ConnectError::Spawn { .. }), "{error}");
 
+    // Port 9 (discard) has no listener: the handshake fails, without waiting for the timeout.
     let http = McpServerConfig {
         name: "remote".to_owned(),
         transport: McpTransport::Http {
@@ -253,11 +258,100 @@ async fn a_missing_program_and_http_fail_clearly() {
     };
     let error = connect(&http, &location, &ConnectOptions::default())
         .await
-        .expect_err("HTTP is not supported yet");
+        .expect_err("nothing listens there");
     assert!(
-        matches!(error, ConnectError::UnsupportedTransport { .. }),
+        matches!(&error, ConnectError::Initialize { server, .. } if server == "remote"),
         "{error}"
     );
+    assert!(location.tools().names().is_empty());
+}
+
+/// A hook that refuses `echo_echo` and records every name it was asked about.
+fn refusing_echo(asked: Arc<Mutex<Vec<String>>>) -> BeforeCall {
+    Arc::new(move |cx: Context, name: String| {
+        let asked = asked.clone();
+        Box::pin(async move {
+            assert_eq!(cx.identity().call.as_str(), format!("call-{name}"));
+            asked.lock().unwrap().push(name.clone());
+            if name == "echo_echo" {
+                Err(ToolFailure::new(
+                    "permission denied: echo_echo is not allowed",
+                ))
+            } else {
+                Ok(())
+            }
+        })
+    })
+}
+
+#[tokio::test]
+async fn a_refusing_before_call_hook_stops_the_call_before_the_server_sees_it() {
+    let location = location();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let options = ConnectOptions::default().with_before_call(refusing_echo(asked.clone()));
+    assert!(
+        format!("{options:?}").contains("before_call: true"),
+        "{options:?}"
+    );
+    let connection = connect(&echo_server(), &location, &options)
+        .await
+        .expect("the echo server connects");
+    let turn = location.materialize(AllTools);
+
+    let refused = settle(&turn, "echo_echo", json!({"text": "secret"})).await;
+    let Outcome::Error(error) = &refused.outcome else {
+        panic!("expected the hook's refusal: {:?}", refused.outcome);
+    };
+    assert_eq!(error.kind, ModelErrorKind::Failed);
+    assert!(
+        error
+            .text()
+            .contains("permission denied: echo_echo is not allowed"),
+        "{}",
+        error.text()
+    );
+
+    // The hook allows `seen`, and the server never saw the refused call.
+    let seen = settle(&turn, "echo_seen", json!({})).await;
+    let Outcome::Success(output) = &seen.outcome else {
+        panic!("seen failed: {:?}", seen.outcome);
+    };
+    assert_eq!(text(&output.content), "");
+    assert_eq!(*asked.lock().unwrap(), ["echo_echo", "echo_seen"]);
+    connection.close().await;
+}
+
+#[tokio::test]
+async fn an_allowing_before_call_hook_sees_the_registered_name() {
+    let location = location();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let recorded = asked.clone();
+    let allow_all: BeforeCall = Arc::new(move |_cx: Context, name: String| {
+        recorded.lock().unwrap().push(name);
+        Box::pin(async { Ok(()) })
+    });
+    let connection = connect(
+        &echo_server(),
+        &location,
+        &ConnectOptions::default().with_before_call(allow_all),
+    )
+    .await
+    .expect("the echo server connects");
+    let turn = location.materialize(AllTools);
+    let echo = settle(&turn, "echo_echo", json!({"text": "allowed"})).await;
+    let Outcome::Success(output) = &echo.outcome else {
+        panic!("echo failed: {:?}", echo.outcome);
+    };
+    assert_eq!(text(&output.content), "echo: allowed");
+    let seen = settle(&turn, "echo_seen", json!({})).await;
+    let Outcome::Success(output) = &seen.outcome else {
+        panic!("seen failed: {:?}", seen.outcome);
+    };
+    // The server got the original name; the hook got the registered one.
+    assert_eq!(text(&output.content), "echo");
+    assert_eq!(*asked.lock().unwrap(), ["echo_echo", "echo_seen"]);
+    assert!(!format!("{:?}", ConnectOptions::default()).contains("before_call: true"));
+    connection.close().await;
 }
 
 #[tokio::test]

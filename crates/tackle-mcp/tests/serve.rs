@@ -313,3 +313,45 @@ async fn calls_from_an_outdated_listing_are_stale() {
     let fresh = call(connected.client.peer(), "echo", json!({"text": "x"})).await;
     assert_eq!(fresh.is_error, Some(false), "{fresh:?}");
 }
+
+#[tokio::test]
+async fn registry_changes_notify_the_client_once_per_burst() {
+    let fixture = fixture();
+    let server = TackleServer::new(fixture.location.clone(), AllTools);
+    let watcher = server.notify_on(fixture.location.changes());
+    let mut connected = connect(server).await;
+
+    // Two registrations in a burst: one notification.
+    let one = fixture
+        .location
+        .register(ToolSet::new().with(
+            "one",
+            Tool::new("One.", |_: Empty, _cx| async move { Ok::<_, ToolFailure>(1) }),
+        ))
+        .expect("register one");
+    let two = fixture
+        .location
+        .register(ToolSet::new().with(
+            "two",
+            Tool::new("Two.", |_: Empty, _cx| async move { Ok::<_, ToolFailure>(2) }),
+        ))
+        .expect("register two");
+    tokio::time::timeout(Duration::from_secs(10), connected.changed.recv())
+        .await
+        .expect("tools/list_changed arrives")
+        .expect("the channel is open");
+    let again = tokio::time::timeout(Duration::from_millis(300), connected.changed.recv()).await;
+    assert!(again.is_err(), "one notification for the burst");
+    let tools = connected.client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|tool| tool.name == "one"));
+    assert!(tools.iter().any(|tool| tool.name == "two"));
+
+    // A dropped registration is a change too.
+    drop(one);
+    tokio::time::timeout(Duration::from_secs(10), connected.changed.recv())
+        .await
+        .expect("tools/list_changed arrives after a drop")
+        .expect("the channel is open");
+    drop(two);
+    watcher.abort();
+}

@@ -43,6 +43,8 @@ mod turn;
 
 pub use batch::{BatchCallResult, BatchOptions, BatchOutput, MAX_BATCH_CALLS, batch_tool};
 pub use location::{Location, SettlementConfig};
-pub use placement::{Registration, RegistrationError, RegistrationId, ToolRegistry, ToolSet};
+pub use placement::{
+    Registration, RegistrationError, RegistrationId, RegistryChanges, ToolRegistry, ToolSet,
+};
 pub use settle::{Defect, ModelError, ModelErrorKind, ModelResult, Outcome, Settlement, ToolCall};
 pub use turn::{AdvertisedTool, AllTools, Turn, TurnFilter};

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use tackle_core::{AgentId, Journal, LimitsOverride, OutputLimits, OutputStore};
 
-use crate::placement::{Entry, Registration, RegistrationError, ToolRegistry, ToolSet};
+use crate::placement::{
+    Entry, Registration, RegistrationError, RegistryChanges, ToolRegistry, ToolSet,
+};
 use crate::turn::{Turn, TurnFilter};
 
 /// How a Location's turns bound and record their settlements.
@@ -132,6 +134,16 @@ impl Location {
     /// Registers `record` in this Location's placement. Same as `self.tools().register(record)`.
     pub fn register(&self, record: ToolSet) -> Result<Registration, RegistrationError> {
         self.inner.local.register(record)
+    }
+
+    /// A watcher that wakes when the tools this Location could advertise change: a
+    /// registration or a dropped registration in its own placement or in the process placement.
+    /// A host serving turns (an MCP server, say) waits on it to tell its client to list again.
+    pub fn changes(&self) -> RegistryChanges {
+        self.inner
+            .local
+            .changes()
+            .join(self.inner.process.changes())
     }
 
     /// Captures what a provider turn advertises: for each effective name that `filter` keeps, its

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use arc_swap::ArcSwap;
 use tackle_core::AnyTool;
+use tokio::sync::watch;
 
 use crate::name::{NAME_GRAMMAR, check_name};
 
@@ -125,11 +126,23 @@ impl Snapshot {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Placement {
     snapshot: ArcSwap<Snapshot>,
     /// Serializes writers; readers never take it.
     write: Mutex<()>,
+    /// Counts changes; watchers wake on each one.
+    changes: watch::Sender<u64>,
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Self {
+            snapshot: ArcSwap::default(),
+            write: Mutex::default(),
+            changes: watch::Sender::new(0),
+        }
+    }
 }
 
 impl Placement {
@@ -145,6 +158,7 @@ impl Placement {
         let mut stacks = self.snapshot.load().stacks.clone();
         change(&mut stacks);
         self.snapshot.store(Arc::new(Snapshot { stacks }));
+        self.changes.send_modify(|count| *count += 1);
     }
 }
 
@@ -215,6 +229,16 @@ impl ToolRegistry {
         })
     }
 
+    /// A watcher that wakes after every registration and every dropped registration here.
+    ///
+    /// It sees a change, not what changed: materialize a new turn to find out. Changes that
+    /// happen while nobody awaits are folded into one wake-up.
+    pub fn changes(&self) -> RegistryChanges {
+        RegistryChanges {
+            receivers: vec![self.inner.changes.subscribe()],
+        }
+    }
+
     /// The names that currently have an active registration here, sorted.
     pub fn names(&self) -> Vec<String> {
         let snapshot = self.inner.load();
@@ -270,5 +294,50 @@ impl Drop for Registration {
                 }
             }
         });
+    }
+}
+
+/// Wakes when the registrations of one or more placements change; see
+/// [`ToolRegistry::changes`] and [`Location::changes`](crate::Location::changes).
+#[derive(Clone, Debug)]
+pub struct RegistryChanges {
+    receivers: Vec<watch::Receiver<u64>>,
+}
+
+impl RegistryChanges {
+    /// Waits for the next change after the last one this watcher saw (or after its creation).
+    /// Returns false once every watched placement is gone, so no change can come.
+    pub async fn changed(&mut self) -> bool {
+        loop {
+            let live: Vec<_> = self
+                .receivers
+                .iter_mut()
+                .filter(|receiver| receiver.has_changed().is_ok())
+                .collect();
+            if live.is_empty() {
+                return false;
+            }
+            let waits = live
+                .into_iter()
+                .map(|receiver| Box::pin(receiver.changed()));
+            let (result, _, _) = futures_util::future::select_all(waits).await;
+            if result.is_ok() {
+                return true;
+            }
+        }
+    }
+
+    /// Counts every change so far as seen, so the next [`RegistryChanges::changed`] waits for a
+    /// new one. A host that debounces bursts calls it after its pause.
+    pub fn mark_seen(&mut self) {
+        for receiver in &mut self.receivers {
+            receiver.mark_unchanged();
+        }
+    }
+
+    /// Both watchers' placements, in one.
+    pub(crate) fn join(mut self, other: RegistryChanges) -> Self {
+        self.receivers.extend(other.receivers);
+        self
     }
 }

@@ -391,7 +391,7 @@ impl Fetch<'_> {
         url: &Url,
         addrs: &[SocketAddr],
     ) -> Result<reqwest::Response, ToolFailure> {
-        let mut builder = reqwest::Client::builder()
+        let mut builder = client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy();
         if let Some(host) = url.host_str()
@@ -535,6 +535,14 @@ fn too_large(url: &Url, what: &str) -> ToolFailure {
          was returned."
     ))
     .with_hint("Fetch a smaller page, or a more specific URL.")
+}
+
+/// A reqwest client builder with ring installed as the process's TLS crypto provider, which
+/// reqwest's `rustls-no-provider` build needs before any client is built.
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+    // An error means a provider is installed already, which is all reqwest needs.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
 }
 
 /// The error and its sources, joined, so "error sending request" says why. The URL reqwest

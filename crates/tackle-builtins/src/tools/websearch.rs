@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 
 use super::ToolEnv;
-use super::webfetch::error_chain;
+use super::webfetch::{client_builder, error_chain};
 use crate::gate::Ask;
 
 #[cfg(test)]
@@ -146,7 +146,7 @@ pub struct WebSearchOutput {
 pub(crate) fn tool(env: &ToolEnv, config: WebSearchConfig) -> AnyTool {
     let env = env.clone();
     // One client for every call: building one loads the TLS roots.
-    let client = reqwest::Client::builder()
+    let client = client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("Could not set up the HTTP client: {e}."));

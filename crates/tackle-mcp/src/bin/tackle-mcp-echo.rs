@@ -2,10 +2,11 @@
 //!
 //! Tools: `echo` (text plus `structuredContent`), `picture` (an image), `fail` (`isError`),
 //! `broken` (an input schema no JSON Schema compiler accepts), `slow` (waits until
-//! cancelled) and `exit` (the process exits without answering). With the argument `--hang` the
+//! cancelled), `exit` (the process exits without answering) and `seen` (the names of the tools
+//! called so far, for tests that check a call never arrived). With the argument `--hang` the
 //! process never answers `initialize`, for the startup-timeout test.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -18,6 +19,9 @@ use serde_json::{Value, json};
 
 /// One pixel of PNG, base64-encoded.
 const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// The names of the tools called so far, `seen` excluded.
+static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 struct Echo;
 
@@ -55,7 +59,8 @@ impl ServerHandler for Echo {
             Tool::new("fail", "Always fails.", schema(empty.clone())),
             Tool::new("broken", "Has a broken schema.", schema(json!({"type": 5}))),
             Tool::new("slow", "Waits until cancelled.", schema(empty.clone())),
-            Tool::new("exit", "Exits the server process.", schema(empty)),
+            Tool::new("exit", "Exits the server process.", schema(empty.clone())),
+            Tool::new("seen", "Lists the tools called so far.", schema(empty)),
         ]))
     }
 
@@ -65,6 +70,13 @@ impl ServerHandler for Echo {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.unwrap_or_default();
+        let seen = {
+            let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+            if request.name != "seen" {
+                seen.push(request.name.to_string());
+            }
+            seen.join(",")
+        };
         let result = match request.name.as_ref() {
             "echo" => {
                 let text = arguments
@@ -88,6 +100,7 @@ impl ServerHandler for Echo {
                 CallToolResult::success(vec![ContentBlock::text("cancelled")])
             }
             "exit" => std::process::exit(0),
+            "seen" => CallToolResult::success(vec![ContentBlock::text(seen)]),
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("no tool named {other}"),
