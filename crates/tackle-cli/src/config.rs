@@ -14,8 +14,8 @@ use serde_json::json;
 use tackle_builtins::tools::bash::BashOptions;
 use tackle_core::{Direction, LimitsOverride, OutputLimits};
 use tackle_permission::{
-    Agent, AgentMode, ConfigContext, PRESET_NAMES, PresetContext, Ruleset, agent_with_user_rules,
-    custom_agent, preset, ruleset_from_config,
+    Agent, AgentMode, ConfigContext, PRESET_NAMES, Pattern, PresetContext, Ruleset,
+    agent_with_user_rules, custom_agent, preset, ruleset_from_config,
 };
 
 mod json;
@@ -31,7 +31,106 @@ const TOP_KEYS: &[&str] = &[
     "limits",
     "shell",
     "disabledTools",
+    "tools",
+    "models",
+    "overrides",
 ];
+
+/// The built-in tool sets per model, applied before the configuration's `models` entries, which
+/// can undo any of them. Each entry is a model glob and the tools it turns on (`true`) or hides
+/// (`false`); the last matching entry wins per tool name. With no model chosen none applies.
+///
+/// It lives in the CLI, not next to the tools: which editing tool suits which model is a host's
+/// policy about models, and the tools themselves work the same for every model.
+pub(crate) const DEFAULT_TOOL_SETS: &[(&str, &[(&str, bool)])] = &[
+    // Patch-trained models get `apply_patch`; the others keep the string-replacing tools.
+    ("*", &[("apply_patch", false)]),
+    ("openai/gpt-5*", PATCH_TOOLS),
+    ("openai/*codex*", PATCH_TOOLS),
+];
+
+/// The tool set of a model trained on patches: `apply_patch` instead of the other edit tools.
+const PATCH_TOOLS: &[(&str, bool)] = &[
+    ("apply_patch", true),
+    ("edit", false),
+    ("multiedit", false),
+    ("write", false),
+];
+
+/// The model a turn is for, chosen with `--model PROVIDER/MODEL` or `TACKLE_MODEL`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Model {
+    /// The provider, such as `openai`: the part before the first `/`.
+    pub(crate) provider: String,
+    /// The model within the provider, such as `gpt-5.1`; it may hold more `/`.
+    pub(crate) id: String,
+}
+
+impl Model {
+    /// Parses `provider/model`; both parts must be non-empty.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        match text.trim().split_once('/') {
+            Some((provider, id)) if !provider.is_empty() && !id.is_empty() => Ok(Self {
+                provider: provider.to_owned(),
+                id: id.to_owned(),
+            }),
+            _ => Err(format!(
+                "`{text}` is not a model of the form PROVIDER/MODEL; give the provider and the \
+                 model, such as `openai/gpt-5.1` or `anthropic/claude-sonnet-4-5`"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.provider, self.id)
+    }
+}
+
+/// One `models` entry: a model glob and the tools it turns on or hides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ModelTools {
+    /// The model glob, such as `openai/gpt-5*`.
+    pub(crate) model: String,
+    /// Tool names, each `true` (offer) or `false` (hide), in file order.
+    pub(crate) tools: Vec<(String, bool)>,
+    /// The file that defined it.
+    pub(crate) file: PathBuf,
+}
+
+impl ModelTools {
+    /// A summary for `config check --json`.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        let tools: serde_json::Map<String, serde_json::Value> = self
+            .tools
+            .iter()
+            .map(|(name, on)| (name.clone(), json!(on)))
+            .collect();
+        json!({"model": self.model, "tools": tools, "file": self.file.display().to_string()})
+    }
+}
+
+/// The tool set of one model: which tools it turns on or hides. A tool it does not name is
+/// offered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ToolChoices(Vec<(String, bool)>);
+
+impl ToolChoices {
+    /// Records `on` for `name`, replacing an earlier choice.
+    fn choose(&mut self, name: &str, on: bool) {
+        self.0.retain(|(n, _)| n != name);
+        self.0.push((name.to_owned(), on));
+    }
+
+    /// False when the tool set hides `name`.
+    pub(crate) fn offers(&self, name: &str) -> bool {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .is_none_or(|(_, on)| *on)
+    }
+}
 
 /// One problem in one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -161,7 +260,12 @@ pub(crate) struct Config {
     shell_path: Option<String>,
     default_timeout_ms: Option<u64>,
     max_timeout_ms: Option<u64>,
+    /// Tool names (`*` globs) not to register, from `disabledTools` and `tools: {name: false}`.
     disabled_tools: Vec<String>,
+    /// The `models` entries, in file order.
+    pub(crate) models: Vec<ModelTools>,
+    /// Built-ins a custom tool of the same name replaces.
+    pub(crate) overrides: Vec<String>,
 }
 
 /// The files that apply to `root`, in the order they are read, without the `--config` file.
@@ -296,9 +400,46 @@ impl Config {
         options
     }
 
-    /// True when `name` must not be registered.
+    /// True when `name` must not be registered or offered.
     pub(crate) fn is_disabled(&self, name: &str) -> bool {
-        self.disabled_tools.iter().any(|n| n == name)
+        self.disabled_tools
+            .iter()
+            .any(|pattern| Pattern::new(pattern).matches(name))
+    }
+
+    /// [`Config::is_disabled`] as a filter that owns its compiled patterns.
+    pub(crate) fn disabled_filter(&self) -> impl Fn(&str) -> bool + Send + Sync + 'static {
+        let patterns: Vec<Pattern> = self
+            .disabled_tools
+            .iter()
+            .map(|p| Pattern::new(p))
+            .collect();
+        move |name| patterns.iter().any(|pattern| pattern.matches(name))
+    }
+
+    /// The tool set of `model`: the built-in defaults, then the `models` entries, each matching
+    /// entry overriding earlier ones per tool name. With no model, every tool is offered.
+    pub(crate) fn tool_choices(&self, model: Option<&Model>) -> ToolChoices {
+        let mut choices = ToolChoices::default();
+        let Some(model) = model else {
+            return choices;
+        };
+        let model = model.to_string();
+        for (glob, tools) in DEFAULT_TOOL_SETS {
+            if Pattern::new(glob).matches(&model) {
+                for (name, on) in *tools {
+                    choices.choose(name, *on);
+                }
+            }
+        }
+        for entry in &self.models {
+            if Pattern::new(&entry.model).matches(&model) {
+                for (name, on) in &entry.tools {
+                    choices.choose(name, *on);
+                }
+            }
+        }
+        choices
     }
 }
 
@@ -398,6 +539,52 @@ impl Reader<'_> {
         Some(out)
     }
 
+    /// An object whose values are booleans, in file order.
+    fn booleans(&mut self, path: &str, node: &Node) -> Option<Vec<(String, bool)>> {
+        let entries = self.object(path, node)?;
+        let mut out = Vec::new();
+        for entry in entries {
+            match entry.node.value {
+                Value::Bool(on) => out.push((entry.key.clone(), on)),
+                _ => self.expected(&key_path(path, &entry.key), &entry.node, "a boolean"),
+            }
+        }
+        Some(out)
+    }
+
+    /// `models`: a model glob to `{tools: {name: bool}}`.
+    fn models(&mut self, path: &str, node: &Node, config: &mut Config) {
+        const KEYS: &[&str] = &["tools"];
+        let Some(entries) = self.object(path, node) else {
+            return;
+        };
+        for entry in entries {
+            let model_path = key_path(path, &entry.key);
+            if entry.key != "*" && !entry.key.contains('/') {
+                let message = "expected a model glob of the form PROVIDER/MODEL, such as \
+                               `openai/gpt-5*`, or `*` for every model";
+                self.problem(&model_path, Some(entry.key_pos), message);
+                continue;
+            }
+            let Some(fields) = self.object(&model_path, &entry.node) else {
+                continue;
+            };
+            let mut tools = Vec::new();
+            for field in fields {
+                let field_path = key_path(&model_path, &field.key);
+                match field.key.as_str() {
+                    "tools" => tools = self.booleans(&field_path, &field.node).unwrap_or_default(),
+                    _ => self.unknown(&field_path, field, KEYS),
+                }
+            }
+            config.models.push(ModelTools {
+                model: entry.key.clone(),
+                tools,
+                file: self.file.to_path_buf(),
+            });
+        }
+    }
+
     fn positive(&mut self, path: &str, node: &Node) -> Option<u64> {
         match &node.value {
             Value::Number(n) => match n.as_u64().filter(|&n| n > 0) {
@@ -455,6 +642,21 @@ impl Reader<'_> {
                 (Dialect::Tackle, "disabledTools") => {
                     if let Some(names) = self.strings(path, node) {
                         config.disabled_tools.extend(names);
+                    }
+                }
+                // OpenCode's form of `disabledTools`; `true` undoes an earlier `false`.
+                (_, "tools") => {
+                    for (name, on) in self.booleans(path, node).unwrap_or_default() {
+                        config.disabled_tools.retain(|n| *n != name);
+                        if !on {
+                            config.disabled_tools.push(name);
+                        }
+                    }
+                }
+                (Dialect::Tackle, "models") => self.models(path, node, config),
+                (Dialect::Tackle, "overrides") => {
+                    if let Some(names) = self.strings(path, node) {
+                        config.overrides.extend(names);
                     }
                 }
                 (Dialect::Tackle, "$schema") => {
@@ -936,5 +1138,179 @@ mod tests {
         );
         assert_eq!(problems.len(), 2);
         assert!(problems[0].message.contains("positive integer"));
+    }
+
+    fn model(text: &str) -> Model {
+        Model::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_model_is_provider_slash_model() {
+        let parsed = model("openrouter/anthropic/claude-sonnet-4-5");
+        assert_eq!(parsed.provider, "openrouter");
+        assert_eq!(parsed.id, "anthropic/claude-sonnet-4-5");
+        assert_eq!(parsed.to_string(), "openrouter/anthropic/claude-sonnet-4-5");
+        for bad in ["gpt-5", "/gpt-5", "openai/", ""] {
+            let error = Model::parse(bad).unwrap_err();
+            assert!(error.contains("PROVIDER/MODEL"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn default_tool_sets_depend_on_the_model() {
+        let config = Config::default();
+        let none = config.tool_choices(None);
+        for name in ["apply_patch", "edit", "multiedit", "write", "read"] {
+            assert!(none.offers(name), "{name}");
+        }
+        for patch in [
+            "openai/gpt-5",
+            "openai/gpt-5.1",
+            "openai/gpt-5.1-codex-mini",
+        ] {
+            let choices = config.tool_choices(Some(&model(patch)));
+            assert!(choices.offers("apply_patch"), "{patch}");
+            for name in ["edit", "multiedit", "write"] {
+                assert!(!choices.offers(name), "{patch} {name}");
+            }
+            assert!(choices.offers("read"), "{patch}");
+        }
+        for other in [
+            "openai/gpt-4o",
+            "anthropic/claude-sonnet-4-5",
+            "azure/gpt-5",
+        ] {
+            let choices = config.tool_choices(Some(&model(other)));
+            assert!(!choices.offers("apply_patch"), "{other}");
+            for name in ["edit", "multiedit", "write", "read"] {
+                assert!(choices.offers(name), "{other} {name}");
+            }
+        }
+        assert!(
+            config
+                .tool_choices(Some(&model("openai/codex-mini")))
+                .offers("apply_patch")
+        );
+    }
+
+    #[test]
+    fn models_entries_override_the_defaults_and_the_last_match_wins() {
+        let (config, problems) = read(
+            r#"{"models": {
+                "anthropic/*": {"tools": {"apply_patch": true, "write": false}},
+                "anthropic/claude-opus*": {"tools": {"write": true}},
+                "openai/gpt-5*": {"tools": {"edit": true}},
+                "*": {"tools": {"bash": false}},
+            }}"#,
+            Dialect::Tackle,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(config.models.len(), 4);
+        let sonnet = config.tool_choices(Some(&model("anthropic/claude-sonnet-4-5")));
+        assert!(sonnet.offers("apply_patch"));
+        assert!(!sonnet.offers("write"));
+        assert!(sonnet.offers("edit"));
+        assert!(!sonnet.offers("bash"));
+        let opus = config.tool_choices(Some(&model("anthropic/claude-opus-4")));
+        assert!(opus.offers("write") && opus.offers("apply_patch"));
+        let gpt = config.tool_choices(Some(&model("openai/gpt-5")));
+        assert!(gpt.offers("edit") && gpt.offers("apply_patch"));
+        assert!(!gpt.offers("write") && !gpt.offers("bash"));
+        // No model: neither the defaults nor the entries apply.
+        assert!(config.tool_choices(None).offers("bash"));
+        let json = config.models[0].to_json();
+        assert_eq!(json["model"], "anthropic/*");
+        assert_eq!(json["tools"]["write"], false);
+    }
+
+    #[test]
+    fn bad_models_entries_are_located() {
+        let (_, problems) = read(
+            "{\"models\": {\n  \"gpt-5*\": {},\n  \"openai/x\": {\"tools\": {\"edit\": \"no\"}},\n  \
+             \"openai/y\": {\"tool\": {}},\n  \"openai/z\": [],\n  \"openai/w\": {\"tools\": 1}}}",
+            Dialect::Tackle,
+        );
+        let paths: Vec<_> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                r#"models."gpt-5*""#,
+                r#"models."openai/x".tools.edit"#,
+                r#"models."openai/y".tool"#,
+                r#"models."openai/z""#,
+                r#"models."openai/w".tools"#,
+            ]
+        );
+        assert!(
+            problems[0].message.contains("PROVIDER/MODEL"),
+            "{problems:?}"
+        );
+        assert_eq!(problems[0].pos, Some(Pos { line: 2, column: 3 }));
+        assert_eq!(
+            problems[1].message,
+            r#"expected a boolean, got the string "no""#
+        );
+        assert!(
+            problems[2]
+                .message
+                .starts_with("unknown key; expected one of: tools")
+        );
+        assert_eq!(problems[3].message, "expected an object, got an array");
+        assert_eq!(problems[4].message, "expected an object, got the number 1");
+        let (_, problems) = read(r#"{"models": []}"#, Dialect::Tackle);
+        assert_eq!(problems[0].path, "models");
+    }
+
+    #[test]
+    fn overrides_are_joined_and_validated() {
+        let (config, problems) = read(r#"{"overrides": ["grep", "glob"]}"#, Dialect::Tackle);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(config.overrides, ["grep", "glob"]);
+        let (_, problems) = read(r#"{"overrides": "grep"}"#, Dialect::Tackle);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].path, "overrides");
+        assert!(problems[0].message.contains("an array of strings"));
+        let (_, problems) = read(r#"{"overrides": ["grep", 3]}"#, Dialect::Tackle);
+        assert_eq!(problems[0].path, "overrides[1]");
+        // OpenCode's files have no such key; it is left to OpenCode.
+        let (config, problems) = read(r#"{"overrides": ["grep"]}"#, Dialect::OpenCode);
+        assert!(problems.is_empty() && config.overrides.is_empty());
+    }
+
+    #[test]
+    fn a_tools_map_disables_in_both_dialects() {
+        for dialect in [Dialect::Tackle, Dialect::OpenCode, Dialect::Flag] {
+            let (config, problems) = read(
+                r#"{"tools": {"webfetch": false, "read": true, "docs_*": false}}"#,
+                dialect,
+            );
+            assert!(problems.is_empty(), "{dialect:?}: {problems:?}");
+            assert!(config.is_disabled("webfetch"), "{dialect:?}");
+            assert!(!config.is_disabled("read"), "{dialect:?}");
+            assert!(config.is_disabled("docs_search"), "{dialect:?}");
+            assert!(!config.is_disabled("docs"), "{dialect:?}");
+            assert!((config.disabled_filter())("docs_search"));
+        }
+        let (_, problems) = read(r#"{"tools": {"bash": "off"}}"#, Dialect::OpenCode);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].path, "tools.bash");
+        // A later `true` undoes an earlier `false`, across files too.
+        let mut config = Config::default();
+        let mut problems = Vec::new();
+        let file = PathBuf::from("c.json");
+        for text in [
+            r#"{"disabledTools": ["bash", "glob"]}"#,
+            r#"{"tools": {"bash": true}}"#,
+        ] {
+            Reader {
+                file: &file,
+                home: None,
+                problems: &mut problems,
+            }
+            .read(text, Dialect::Tackle, &mut config);
+        }
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(!config.is_disabled("bash"));
+        assert!(config.is_disabled("glob"));
     }
 }

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow};
 use tackle_builtins::{
-    Gate, LocationFs, ToolEnv, TrustMode, agent_tools, custom_tools, discover_custom_tools,
-    discover_skills, file_tools, search_tools, skill_tools, tools::bash, web_tools,
+    CustomCatalog, Gate, LocationFs, ToolEnv, TrustMode, agent_tools, custom_tools,
+    discover_custom_tools, discover_skills, file_tools, search_tools, skill_tools, tools::bash,
+    web_tools,
 };
-use tackle_core::ToolDefinition;
+use tackle_core::{AnyTool, ToolDefinition};
 use tackle_permission::{Agent, PermissionService, PresetContext, Ruleset, visible_filter};
 use tackle_registry::{
     BatchOptions, Location, Registration, SettlementConfig, ToolRegistry, ToolSet, Turn, batch_tool,
@@ -18,7 +19,10 @@ use tackle_store::{
 };
 
 use crate::approve::{AskMode, CliApprover};
-use crate::config::Config;
+use crate::config::{Config, Model};
+
+/// A turn filter: true for the tools a turn offers.
+type OfferFn = Arc<dyn Fn(&str, &ToolDefinition) -> bool + Send + Sync>;
 
 /// What the command line chose.
 pub(crate) struct HostOptions {
@@ -28,12 +32,15 @@ pub(crate) struct HostOptions {
     /// The merged configuration files.
     pub(crate) config: Config,
     pub(crate) ask: AskMode,
+    /// The model the turns are for; `None` offers every tool set.
+    pub(crate) model: Option<Model>,
 }
 
 /// An opened Location with the built-in tools registered for one agent.
 pub(crate) struct Host {
     location: Location,
-    rules: Ruleset,
+    /// Which tools a turn offers: the agent's, the model's provider's and the model's tool set.
+    offer: OfferFn,
     /// Keeps the tools registered; dropping it would unregister them.
     _tools: Registration,
     /// Keeps `batch` registered.
@@ -54,6 +61,7 @@ impl Host {
             data_dir,
             config,
             ask,
+            model,
         } = options;
         let root = std::fs::canonicalize(&root)
             .with_context(|| format!("cannot open the root {}", root.display()))?;
@@ -95,34 +103,49 @@ impl Host {
             SettlementConfig::new(Arc::new(store), Arc::new(journal))
                 .with_limits(config.output_limits()),
         );
-        let builtins = builtin_tools(&env, &config);
+        let offer = offer_filter(rules, model.as_ref(), &config);
+        let catalog = discover_custom_tools(env.fs().root(), dirs::home_dir().as_deref());
+        for warning in &catalog.warnings {
+            eprintln!("tackle: skipped a custom tool: {warning}");
+        }
+        let mut builtins = builtin_tools(&env, &config);
+        let overridden = overridden(&config, &catalog, &builtins);
+        builtins.retain(|(name, _)| !overridden.contains(name));
         // Built-ins only: external tools (MCP, custom) join the allow-list deliberately.
-        let batchable: Vec<String> = builtins.names().map(str::to_owned).collect();
-        let tools = location.register(builtins).map_err(|e| anyhow!(e))?;
-        let visible = visible_filter(rules.clone());
-        let batch_set = if config.is_disabled("batch") {
-            ToolSet::new()
-        } else {
+        let batchable: Vec<String> = builtins.iter().map(|(name, _)| name.clone()).collect();
+        let tools = location
+            .register(builtins.into_iter().collect::<ToolSet>())
+            .map_err(|e| anyhow!(e))?;
+        let with_batch = !config.is_disabled("batch") && !overridden.iter().any(|n| n == "batch");
+        let batch_set = if with_batch {
+            let offer = offer.clone();
             ToolSet::new().with(
                 "batch",
                 batch_tool(
                     &location,
-                    move |name: &str, _: &ToolDefinition| visible(name),
+                    move |name: &str, definition: &ToolDefinition| offer(name, definition),
                     BatchOptions {
                         allowed: Some(batchable.clone()),
                     },
                 ),
             )
+        } else {
+            ToolSet::new()
         };
         let batch = location.register(batch_set).map_err(|e| anyhow!(e))?;
-        // Custom tools come last: they are not batchable and never replace a built-in.
+        // Custom tools come last: they are not batchable, and they replace a built-in only when
+        // the configuration's `overrides` names it (the built-in was left out above).
+        let mut taken = batchable;
+        if with_batch {
+            taken.push("batch".to_owned());
+        }
         let custom = location
-            .register(custom_toolset(&env, &batchable, &config))
+            .register(custom_toolset(&env, &catalog, &taken, &config))
             .map_err(|e| anyhow!(e))?;
         let mcp_servers = config.mcp.iter().map(mcp_config).collect();
         Ok(Self {
             location,
-            rules,
+            offer,
             _tools: tools,
             _batch: batch,
             _custom: custom,
@@ -153,19 +176,63 @@ impl Host {
         }
     }
 
-    /// The turn the agent is offered: every registered tool its rules do not wholly deny.
+    /// The turn the agent is offered for the model: every registered tool its rules do not
+    /// wholly deny, that serves the model's provider and that the model's tool set keeps.
     pub(crate) fn materialize(&self) -> Turn {
-        let visible = visible_filter(self.rules.clone());
+        let offer = self.offer.clone();
         self.location
-            .materialize(move |name: &str, _: &ToolDefinition| visible(name))
+            .materialize(move |name: &str, definition: &ToolDefinition| offer(name, definition))
     }
+}
+
+/// The filter of every turn (and of `batch`'s sub-calls): the agent's visible tools, minus the
+/// disabled ones (MCP tools included), those that need another provider than the model's, and
+/// those the model's tool set hides. With no model, only the agent's rules and
+/// `disabledTools` apply.
+fn offer_filter(rules: Ruleset, model: Option<&Model>, config: &Config) -> OfferFn {
+    let visible = visible_filter(rules);
+    let disabled = config.disabled_filter();
+    let provider = model.map(|model| model.provider.clone());
+    let choices = config.tool_choices(model);
+    Arc::new(move |name: &str, definition: &ToolDefinition| {
+        visible(name)
+            && !disabled(name)
+            && definition.serves_provider(provider.as_deref())
+            && choices.offers(name)
+    })
+}
+
+/// The built-ins that `overrides` names and a custom tool replaces. A name without a custom tool
+/// of that name, or without such a built-in, is reported and changes nothing.
+fn overridden(
+    config: &Config,
+    catalog: &CustomCatalog,
+    builtins: &[(String, AnyTool)],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in &config.overrides {
+        let builtin = name == "batch" || builtins.iter().any(|(b, _)| b == name);
+        if config.is_disabled(name) {
+            // Both the built-in and the custom tool are left out.
+        } else if !catalog.tools.iter().any(|tool| tool.name == *name) {
+            eprintln!(
+                "tackle: `overrides` names `{name}`, but no custom tool has that name; the \
+                 built-in stays"
+            );
+        } else if !builtin {
+            eprintln!("tackle: `overrides` names `{name}`, which is not a built-in tool");
+        } else if !out.contains(name) {
+            out.push(name.clone());
+        }
+    }
+    out
 }
 
 /// The tools the command offers, minus the configuration's `disabledTools`. Tools of later
 /// issues register here.
 ///
 /// `question` is left out: a one-shot command has nobody to ask mid-call.
-fn builtin_tools(env: &ToolEnv, config: &Config) -> ToolSet {
+fn builtin_tools(env: &ToolEnv, config: &Config) -> Vec<(String, AnyTool)> {
     let skills = discover_skills(env.fs().root(), dirs::home_dir().as_deref());
     for warning in &skills.warnings {
         eprintln!("tackle: skipped a skill: {warning}");
@@ -183,23 +250,28 @@ fn builtin_tools(env: &ToolEnv, config: &Config) -> ToolSet {
             skill_tools(env, skills)
         })
         .filter(|(name, _)| !config.is_disabled(name))
+        .map(|(name, tool)| (name.to_owned(), tool))
         .collect()
 }
 
-/// The custom command tools of the project and the user, minus any that would take the name of
-/// a built-in (`builtins`) or of `batch`.
-fn custom_toolset(env: &ToolEnv, builtins: &[String], config: &Config) -> ToolSet {
-    let catalog = discover_custom_tools(env.fs().root(), dirs::home_dir().as_deref());
-    for warning in &catalog.warnings {
-        eprintln!("tackle: skipped a custom tool: {warning}");
-    }
-    custom_tools(env, &catalog, TrustMode::AskForProject)
+/// The custom command tools of `catalog`, minus any that would take the name of a registered
+/// built-in (`taken`).
+fn custom_toolset(
+    env: &ToolEnv,
+    catalog: &CustomCatalog,
+    taken: &[String],
+    config: &Config,
+) -> ToolSet {
+    custom_tools(env, catalog, TrustMode::AskForProject)
         .into_iter()
         .filter(|(name, _)| !config.is_disabled(name))
         .filter(|(name, _)| {
-            let clash = builtins.iter().any(|b| b == name) || name == "batch";
+            let clash = taken.iter().any(|b| b == name);
             if clash {
-                eprintln!("tackle: skipped custom tool `{name}`: a built-in tool has that name");
+                eprintln!(
+                    "tackle: skipped custom tool `{name}`: a built-in tool has that name; add \
+                     \"{name}\" to `overrides` in the configuration to replace the built-in"
+                );
             }
             !clash
         })

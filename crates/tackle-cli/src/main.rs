@@ -58,6 +58,11 @@ struct Global {
     /// format, or a bare permission value).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// The model the turns are for, as PROVIDER/MODEL (such as `openai/gpt-5.1`): it picks the
+    /// model's tool set and leaves out tools for other providers (default: $TACKLE_MODEL, else
+    /// none, which offers every tool).
+    #[arg(long, global = true, value_name = "PROVIDER/MODEL", value_parser = config::Model::parse)]
+    model: Option<config::Model>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -102,7 +107,7 @@ enum Command {
 enum ConfigAction {
     /// Read and validate every configuration file that applies; exit 1 when one is invalid.
     Check {
-        /// Print `{ok, files, errors, mcp}` as JSON.
+        /// Print `{ok, files, errors, mcp, models, overrides}` as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -168,6 +173,8 @@ fn config_check(
             "files": config.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
             "errors": [],
             "mcp": config.mcp.iter().map(config::McpServer::to_json).collect::<Vec<_>>(),
+            "models": config.models.iter().map(config::ModelTools::to_json).collect::<Vec<_>>(),
+            "overrides": config.overrides,
         }))?,
         (Err(problems), true) => serde_json::to_string_pretty(&serde_json::json!({
             "ok": false,
@@ -199,7 +206,12 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
         session,
         data_dir,
         config: _,
+        model,
     } = cli.global;
+    let model = match model {
+        Some(model) => Some(model),
+        None => model_from_env()?,
+    };
     let data_dir = match data_dir {
         Some(dir) => dir,
         None => default_data_dir()?,
@@ -213,6 +225,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 data_dir,
                 config,
                 ask: if yes { AskMode::Yes } else { AskMode::Refuse },
+                model,
             })?;
             let mut host = host;
             host.connect_mcp().await;
@@ -229,6 +242,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 data_dir,
                 config,
                 ask: AskMode::Refuse,
+                model,
             })?;
             let mut host = host;
             host.connect_mcp().await;
@@ -272,6 +286,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 data_dir,
                 config,
                 ask,
+                model,
             })?;
             let mut host = host;
             host.connect_mcp().await;
@@ -305,6 +320,16 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 None => bail!("the call produced no result"),
             }
         }
+    }
+}
+
+/// The model of `$TACKLE_MODEL`, when it is set and not empty.
+fn model_from_env() -> anyhow::Result<Option<config::Model>> {
+    match std::env::var("TACKLE_MODEL") {
+        Ok(text) if !text.trim().is_empty() => config::Model::parse(&text)
+            .map(Some)
+            .map_err(|message| anyhow::anyhow!("TACKLE_MODEL: {message}")),
+        _ => Ok(None),
     }
 }
 

@@ -271,3 +271,288 @@ fn shell_options_reach_the_bash_tool() {
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("/sh"), "{out}");
 }
+
+/// The tool names `tackle tools --json` lists with `args` before it.
+fn tool_names(sandbox: &Sandbox, args: &[&str]) -> Vec<String> {
+    let mut all = args.to_vec();
+    all.extend(["tools", "--json"]);
+    let (code, out, err) = sandbox.run(&all);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let tools: Value = serde_json::from_str(&out).unwrap();
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The description `tackle tools --json` gives for `name`.
+fn description(sandbox: &Sandbox, name: &str) -> String {
+    let (_, out, _) = sandbox.run(&["tools", "--json"]);
+    let tools: Value = serde_json::from_str(&out).unwrap();
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == name)
+        .map(|tool| tool["description"].as_str().unwrap().to_owned())
+        .unwrap_or_else(|| panic!("no tool `{name}` in {out}"))
+}
+
+fn has(names: &[String], name: &str) -> bool {
+    names.iter().any(|n| n == name)
+}
+
+/// A custom tool manifest whose command prints `output`.
+fn custom_manifest(name: &str, output: &str, extra: Value) -> String {
+    let mut manifest = serde_json::json!({
+        "name": name,
+        "description": format!("The custom {name}."),
+        "input": {"type": "object", "properties": {"pattern": {"type": "string"}}},
+        "command": format!("touch ran-{name}; echo {output}"),
+    });
+    if let Value::Object(extra) = extra {
+        manifest.as_object_mut().unwrap().extend(extra);
+    }
+    manifest.to_string()
+}
+
+#[test]
+fn the_model_picks_apply_patch_or_the_edit_tools() {
+    let sandbox = Sandbox::new();
+    let gpt = tool_names(&sandbox, &["--model", "openai/gpt-5"]);
+    assert!(has(&gpt, "apply_patch"), "{gpt:?}");
+    for name in ["edit", "multiedit", "write"] {
+        assert!(!has(&gpt, name), "{name}: {gpt:?}");
+    }
+    assert!(has(&gpt, "read") && has(&gpt, "bash"), "{gpt:?}");
+    let claude = tool_names(&sandbox, &["--model", "anthropic/claude-x"]);
+    assert!(!has(&claude, "apply_patch"), "{claude:?}");
+    for name in ["edit", "multiedit", "write"] {
+        assert!(has(&claude, name), "{name}: {claude:?}");
+    }
+    let all = tool_names(&sandbox, &[]);
+    for name in ["apply_patch", "edit", "write"] {
+        assert!(has(&all, name), "{name}: {all:?}");
+    }
+    // `TACKLE_MODEL` chooses the model too, and the flag wins over it.
+    let output = sandbox
+        .tackle()
+        .env("TACKLE_MODEL", "openai/gpt-5.1-codex")
+        .args(["tools", "--json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("\"apply_patch\"") && !text.contains("\"edit\""),
+        "{text}"
+    );
+    let output = sandbox
+        .tackle()
+        .env("TACKLE_MODEL", "openai/gpt-5")
+        .args(["--model", "anthropic/claude-x", "tools", "--json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        !text.contains("\"apply_patch\"") && text.contains("\"edit\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_model_without_a_provider_is_an_error() {
+    let sandbox = Sandbox::new();
+    let (code, out, err) = sandbox.run(&["--model", "gpt-5", "tools"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("`gpt-5` is not a model of the form PROVIDER/MODEL")
+            && err.contains("openai/"),
+        "{err}"
+    );
+    let output = sandbox
+        .tackle()
+        .env("TACKLE_MODEL", "claude")
+        .arg("tools")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let err = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        err.contains("TACKLE_MODEL: `claude` is not a model"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_call_of_a_tool_the_model_does_not_get_runs_nothing() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "hello\n");
+    let write = r#"{"filePath": "b.txt", "content": "new\n"}"#;
+    let (code, out, _) = sandbox.run(&["--model", "openai/gpt-5", "call", "write", write]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("Unknown tool `write`"), "{out}");
+    assert!(!sandbox.root.path().join("b.txt").exists());
+    // `batch` sees the same turn, so it cannot reach the hidden tool either.
+    let batch = serde_json::json!({"tool_calls": [{"tool": "write", "parameters":
+        {"filePath": "b.txt", "content": "new\n"}}]})
+    .to_string();
+    let (_, out, _) = sandbox.run(&["--model", "openai/gpt-5", "call", "batch", &batch]);
+    assert!(out.contains("Unknown tool `write`"), "{out}");
+    assert!(!sandbox.root.path().join("b.txt").exists(), "{out}");
+    // Another model gets `write`.
+    let (code, out, _) = sandbox.run(&["--model", "anthropic/claude-x", "call", "write", write]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(sandbox.root.path().join("b.txt")).unwrap(),
+        "new\n"
+    );
+}
+
+#[test]
+fn a_models_entry_changes_the_tool_set() {
+    let sandbox = Sandbox::new();
+    sandbox.project(
+        r#"{"models": {
+            "openai/gpt-5*": {"tools": {"apply_patch": false, "edit": true}},
+            "anthropic/*": {"tools": {"apply_patch": true, "write": false}},
+        }}"#,
+    );
+    let gpt = tool_names(&sandbox, &["--model", "openai/gpt-5"]);
+    assert!(!has(&gpt, "apply_patch") && has(&gpt, "edit"), "{gpt:?}");
+    assert!(!has(&gpt, "write"), "{gpt:?}");
+    let claude = tool_names(&sandbox, &["--model", "anthropic/claude-x"]);
+    assert!(
+        has(&claude, "apply_patch") && !has(&claude, "write"),
+        "{claude:?}"
+    );
+    assert!(has(&claude, "edit"), "{claude:?}");
+    // A forced tool is still subject to the agent's permissions.
+    sandbox.project(
+        r#"{"models": {"anthropic/*": {"tools": {"apply_patch": true}}},
+            "permission": {"edit": "deny"}}"#,
+    );
+    let claude = tool_names(&sandbox, &["--model", "anthropic/claude-x"]);
+    assert!(
+        !has(&claude, "apply_patch") && !has(&claude, "edit"),
+        "{claude:?}"
+    );
+}
+
+#[test]
+fn a_custom_tool_replaces_a_builtin_only_when_overrides_names_it() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "needle\n");
+    sandbox.write(
+        ".tackle/tools/grep.json",
+        &custom_manifest("grep", "custom-grep", serde_json::json!({})),
+    );
+    let grep = r#"{"pattern": "needle"}"#;
+    // Without `overrides` the built-in keeps the name, and the warning says how to override.
+    let (code, out, err) = sandbox.run(&["call", "grep", grep]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("a.txt") && !out.contains("custom-grep"),
+        "{out}"
+    );
+    assert!(
+        err.contains("skipped custom tool `grep`") && err.contains("`overrides`"),
+        "{err}"
+    );
+    assert_ne!(description(&sandbox, "grep"), "The custom grep.");
+
+    sandbox.project(r#"{"overrides": ["grep"]}"#);
+    assert_eq!(description(&sandbox, "grep"), "The custom grep.");
+    // A project manifest still needs its trust approval.
+    let (code, out, err) = sandbox.run(&["call", "grep", grep]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("non-interactive"), "{out}");
+    assert!(!sandbox.root.path().join("ran-grep").exists());
+    let (code, out, err) = sandbox.run(&["call", "grep", grep, "--yes"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("custom-grep"), "{out}");
+    assert!(!err.contains("skipped custom tool"), "{err}");
+    // `batch` does not call custom tools, so the overridden name left its allow-list.
+    let batch = serde_json::json!({"tool_calls": [{"tool": "grep", "parameters": {"pattern": "x"}},
+        {"tool": "glob", "parameters": {"pattern": "*.txt"}}]})
+    .to_string();
+    let (_, out, _) = sandbox.run(&["call", "batch", &batch, "--yes"]);
+    assert!(
+        out.contains("Tool `grep` cannot be called from a batch"),
+        "{out}"
+    );
+    assert!(out.contains("a.txt"), "{out}");
+}
+
+#[test]
+fn an_override_without_a_custom_tool_keeps_the_builtin() {
+    let sandbox = Sandbox::new();
+    sandbox.project(r#"{"overrides": ["glob"]}"#);
+    let (code, out, err) = sandbox.run(&["tools"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.lines().any(|l| l.starts_with("glob: ")), "{out}");
+    assert!(
+        err.contains("`overrides` names `glob`, but no custom tool has that name"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_tool_with_providers_is_offered_only_to_them() {
+    let sandbox = Sandbox::new();
+    write(
+        &sandbox.home.path().join(".config/tackle/tools/picky.json"),
+        &custom_manifest(
+            "picky",
+            "hi",
+            serde_json::json!({"providers": ["anthropic"]}),
+        ),
+    );
+    assert!(has(&tool_names(&sandbox, &[]), "picky"));
+    assert!(has(
+        &tool_names(&sandbox, &["--model", "anthropic/claude-x"]),
+        "picky"
+    ));
+    let gpt = tool_names(&sandbox, &["--model", "openai/gpt-5"]);
+    assert!(!has(&gpt, "picky") && has(&gpt, "read"), "{gpt:?}");
+    let (code, out, _) = sandbox.run(&["--model", "openai/gpt-5", "call", "picky"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("Unknown tool `picky`"), "{out}");
+}
+
+#[test]
+fn opencode_tools_false_disables_a_tool() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "opencode.json",
+        r#"{"tools": {"bash": false, "read": true}}"#,
+    );
+    let names = tool_names(&sandbox, &[]);
+    assert!(!has(&names, "bash") && has(&names, "read"), "{names:?}");
+    sandbox.write("opencode.json", r#"{"tools": {"bash": "no"}}"#);
+    let (code, out, _) = sandbox.run(&["config", "check"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("tools.bash: expected a boolean"), "{out}");
+}
+
+#[test]
+fn config_check_json_lists_models_and_overrides() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .project(r#"{"models": {"openai/*": {"tools": {"edit": false}}}, "overrides": ["grep"]}"#);
+    let (code, out, _) = sandbox.run(&["config", "check", "--json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let value: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(value["models"][0]["model"], "openai/*");
+    assert_eq!(value["models"][0]["tools"]["edit"], false);
+    assert_eq!(value["overrides"], serde_json::json!(["grep"]));
+    sandbox.project(r#"{"models": {"openai/*": {"tools": {"edit": 0}}}}"#);
+    let (code, out, _) = sandbox.run(&["config", "check"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(r#"models."openai/*".tools.edit: expected a boolean, got the number 0"#),
+        "{out}"
+    );
+}

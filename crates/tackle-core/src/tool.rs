@@ -55,6 +55,21 @@ pub struct ToolDefinition {
     /// provider; schedulers such as the registry's `batch` tool read it.
     #[serde(skip)]
     pub concurrency: Concurrency,
+    /// The model providers this tool works with (such as `opencode`), or `None` for any. Not
+    /// advertised; a host leaves the tool out of turns for other providers.
+    #[serde(skip)]
+    pub providers: Option<Arc<[String]>>,
+}
+
+impl ToolDefinition {
+    /// True when a turn for `provider` may offer this tool. With no provider chosen, every tool
+    /// may be offered.
+    pub fn serves_provider(&self, provider: Option<&str>) -> bool {
+        match (provider, &self.providers) {
+            (Some(provider), Some(providers)) => providers.iter().any(|p| p == provider),
+            _ => true,
+        }
+    }
 }
 
 /// Which calls of a tool may run at the same time as other calls.
@@ -199,6 +214,7 @@ where
             input_summary: input.summary.clone(),
             output_limits: LimitsOverride::default(),
             concurrency: Concurrency::default(),
+            providers: None,
         });
         Self {
             inner: Arc::new(ToolInner {
@@ -250,6 +266,14 @@ where
     /// tool is [`Concurrency::Exclusive`].
     pub fn with_concurrency(self, concurrency: Concurrency) -> Self {
         self.edit(|inner| Arc::make_mut(&mut inner.definition).concurrency = concurrency)
+    }
+
+    /// Declares the model providers this tool works with, such as `["opencode"]`, for a tool
+    /// that needs one provider's service. Without it a tool serves any provider. See
+    /// [`ToolDefinition::serves_provider`].
+    pub fn with_providers<S: Into<String>>(self, providers: impl IntoIterator<Item = S>) -> Self {
+        let providers: Arc<[String]> = providers.into_iter().map(Into::into).collect();
+        self.edit(|inner| Arc::make_mut(&mut inner.definition).providers = Some(providers))
     }
 
     /// What a provider turn advertises for this tool.

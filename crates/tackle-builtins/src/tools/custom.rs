@@ -11,7 +11,8 @@
 //!   "input": {"type": "object", "properties": {"namespace": {"type": "string"}}},
 //!   "command": ["kubectl", "get", "pods"],
 //!   "timeout": 30000,
-//!   "cwd": "deploy"
+//!   "cwd": "deploy",
+//!   "providers": ["anthropic", "openai"]
 //! }
 //! ```
 //!
@@ -19,6 +20,8 @@
 //!   (run as is, without shell expansion).
 //! - `timeout` is in milliseconds (60 s by default, at most 10 minutes); `cwd` is a directory
 //!   relative to the Location root.
+//! - `providers` (optional) lists the model providers the tool works with; a host leaves it out
+//!   of turns for other providers (see `Tool::with_providers`).
 //! - The arguments are validated against `input` before anything runs, with the same field-path
 //!   errors as a built-in tool; invalid arguments never run the command.
 //! - The command runs like bash's: its own process group, secrets removed from the environment,
@@ -99,6 +102,8 @@ pub struct CustomManifest {
     pub timeout: Duration,
     /// The directory the command runs in, relative to the Location root; absent means the root.
     pub cwd: Option<String>,
+    /// The model providers the tool works with; absent means any.
+    pub providers: Option<Vec<String>>,
     /// The manifest file.
     pub path: PathBuf,
     /// Where it was found.
@@ -208,6 +213,8 @@ struct RawManifest {
     timeout: Option<u64>,
     #[serde(default)]
     cwd: Option<String>,
+    #[serde(default)]
+    providers: Option<Value>,
 }
 
 fn load(path: &Path, source: CustomSource) -> Result<CustomManifest, String> {
@@ -269,6 +276,7 @@ fn load(path: &Path, source: CustomSource) -> Result<CustomManifest, String> {
             ));
         }
     }
+    let providers = raw.providers.map(parse_providers).transpose()?;
     // Compile the schema now, so a broken one is reported here rather than at the first call.
     Tool::with_schema(raw.description.clone(), raw.input.clone(), |v, _| async {
         Ok(v)
@@ -281,10 +289,34 @@ fn load(path: &Path, source: CustomSource) -> Result<CustomManifest, String> {
         command,
         timeout,
         cwd: raw.cwd,
+        providers,
         path: path.to_path_buf(),
         source,
         hash: blake3::hash(&bytes).to_hex().to_string(),
     })
+}
+
+/// The `providers` of a manifest: a non-empty array of non-empty strings.
+fn parse_providers(value: Value) -> Result<Vec<String>, String> {
+    let expected = "expected a non-empty array of provider names such as [\"openai\"]";
+    let Value::Array(items) = value else {
+        return Err(format!("invalid `providers`: {expected}, got {value}"));
+    };
+    if items.is_empty() {
+        return Err(format!(
+            "invalid `providers`: {expected}, got []; leave it out to serve every provider"
+        ));
+    }
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            Value::String(name) if !name.trim().is_empty() => Ok(name),
+            other => Err(format!(
+                "invalid `providers[{i}]`: expected a non-empty provider name, got {other}"
+            )),
+        })
+        .collect()
 }
 
 /// `missing field `command` (line 6, column 1)` or
@@ -338,7 +370,8 @@ pub(crate) fn tool(env: &ToolEnv, manifest: CustomManifest, trust: TrustMode) ->
     });
     let description = state.manifest.description.clone();
     let schema = state.manifest.input.clone();
-    Tool::with_schema(description, schema, move |input: Value, cx: Context| {
+    let providers = state.manifest.providers.clone();
+    let tool = Tool::with_schema(description, schema, move |input: Value, cx: Context| {
         let state = state.clone();
         async move { state.call(&cx, input).await }
     })
@@ -355,8 +388,11 @@ pub(crate) fn tool(env: &ToolEnv, manifest: CustomManifest, trust: TrustMode) ->
         )
         .expect("the fallback schema compiles")
     })
-    .with_projection(project)
-    .erase()
+    .with_projection(project);
+    match providers {
+        Some(providers) => tool.with_providers(providers).erase(),
+        None => tool.erase(),
+    }
 }
 
 struct Custom {

@@ -145,3 +145,29 @@ fn typed_tools_keep_their_generated_schemas() {
     let tool = Tool::new("x", |input: String, _cx| async move { Ok(input) });
     assert_eq!(tool.definition().input_schema["type"], "string");
 }
+
+#[test]
+fn provider_needs_limit_the_providers_a_tool_serves() {
+    let any = Tool::new("x", |input: String, _cx| async move { Ok(input) });
+    assert_eq!(any.definition().providers, None);
+    assert!(any.definition().serves_provider(None));
+    assert!(any.definition().serves_provider(Some("openai")));
+
+    let needy = any.clone().with_providers(["opencode", "anthropic"]);
+    assert!(needy.definition().serves_provider(None));
+    assert!(needy.definition().serves_provider(Some("opencode")));
+    assert!(needy.definition().serves_provider(Some("anthropic")));
+    assert!(!needy.definition().serves_provider(Some("openai")));
+    assert!(!needy.definition().serves_provider(Some("OpenCode")));
+    // The builder edits a copy: the original still serves every provider.
+    assert!(any.definition().serves_provider(Some("openai")));
+    // The erased tool keeps the needs, and they are never advertised.
+    let erased = needy.erase();
+    assert!(!erased.definition().serves_provider(Some("openai")));
+    let advertised = serde_json::to_value(&**erased.definition()).unwrap();
+    assert!(advertised.get("providers").is_none(), "{advertised}");
+    // An empty list serves no provider once one is chosen.
+    let none = any.with_providers(Vec::<String>::new());
+    assert!(!none.definition().serves_provider(Some("openai")));
+    assert!(none.definition().serves_provider(None));
+}

@@ -470,3 +470,58 @@ async fn trust_all_skips_the_trust_question() {
     call(&tools[0].1, json!({})).await.unwrap();
     assert!(recorder.asked(TRUST_PERMISSION).is_empty());
 }
+
+#[test]
+fn custom_manifest_providers_reach_the_tool_definition() {
+    let dirs = Dirs::new();
+    dirs.user(
+        "picky",
+        &manifest("picky", json!("true"), json!({"providers": ["anthropic"]})),
+    );
+    dirs.user("open", &manifest("open", json!("true"), json!({})));
+    let picky = dirs.tool("picky", recording_gate().0);
+    assert!(picky.definition().serves_provider(Some("anthropic")));
+    assert!(!picky.definition().serves_provider(Some("openai")));
+    assert!(picky.definition().serves_provider(None));
+    let open = dirs.tool("open", recording_gate().0);
+    assert_eq!(open.definition().providers, None);
+    assert!(open.definition().serves_provider(Some("openai")));
+}
+
+#[test]
+fn bad_custom_manifest_providers_are_reported_precisely() {
+    let dirs = Dirs::new();
+    let not_array = dirs.project(
+        "a",
+        &manifest("a", json!("true"), json!({"providers": "openai"})),
+    );
+    let empty = dirs.project("b", &manifest("b", json!("true"), json!({"providers": []})));
+    let not_string = dirs.project(
+        "c",
+        &manifest("c", json!("true"), json!({"providers": ["openai", 7]})),
+    );
+    let catalog = dirs.discover();
+    assert!(catalog.tools.is_empty(), "{:?}", catalog.tools);
+    let problem = |path: &Path| {
+        catalog
+            .warnings
+            .iter()
+            .find(|w| w.path == path)
+            .map(|w| w.problem.clone())
+            .unwrap_or_else(|| panic!("no warning for {}", path.display()))
+    };
+    assert_eq!(
+        problem(&not_array),
+        "invalid `providers`: expected a non-empty array of provider names such as \
+         [\"openai\"], got \"openai\""
+    );
+    assert!(
+        problem(&empty).ends_with("got []; leave it out to serve every provider"),
+        "{}",
+        problem(&empty)
+    );
+    assert_eq!(
+        problem(&not_string),
+        "invalid `providers[1]`: expected a non-empty provider name, got 7"
+    );
+}
