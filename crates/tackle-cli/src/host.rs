@@ -5,12 +5,14 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow};
 use tackle_builtins::{
-    CustomCatalog, Gate, LocationFs, ToolEnv, TrustMode, agent_tools, custom_tools,
+    Ask, CustomCatalog, Gate, LocationFs, ToolEnv, TrustMode, agent_tools, custom_tools,
     discover_custom_tools, discover_skills, file_tools, search_tools, skill_tools, tools::bash,
     web_tools,
 };
 use tackle_core::{AnyTool, ToolDefinition};
-use tackle_permission::{Agent, PermissionService, PresetContext, Ruleset, visible_filter};
+use tackle_permission::{
+    Agent, Approver, PermissionService, PresetContext, Ruleset, visible_filter,
+};
 use tackle_registry::{
     BatchOptions, Location, Registration, SettlementConfig, ToolRegistry, ToolSet, Turn, batch_tool,
 };
@@ -34,6 +36,9 @@ pub(crate) struct HostOptions {
     pub(crate) ask: AskMode,
     /// The model the turns are for; `None` offers every tool set.
     pub(crate) model: Option<Model>,
+    /// When serving MCP: the table of running calls' clients, so permission questions go to the
+    /// calling client by elicitation before `ask` decides.
+    pub(crate) client_calls: Option<tackle_mcp::ClientCalls>,
 }
 
 /// An opened Location with the built-in tools registered for one agent.
@@ -49,8 +54,12 @@ pub(crate) struct Host {
     _custom: Registration,
     /// The MCP servers of the configuration, not yet connected.
     mcp_servers: Vec<tackle_mcp::McpServerConfig>,
+    /// How MCP servers are connected: every call of their tools asks the gate first.
+    mcp_options: tackle_mcp::ConnectOptions,
     /// Live MCP connections; each keeps its server's tools registered.
     mcp: Vec<tackle_mcp::McpConnection>,
+    /// MCP servers kept connected in the background (`serve`).
+    supervisors: Vec<tackle_mcp::Supervisor>,
 }
 
 impl Host {
@@ -62,6 +71,7 @@ impl Host {
             config,
             ask,
             model,
+            client_calls,
         } = options;
         let root = std::fs::canonicalize(&root)
             .with_context(|| format!("cannot open the root {}", root.display()))?;
@@ -79,22 +89,28 @@ impl Host {
         let agent = agent_rules(&agent, &output_dir, &config)?;
         let rules = agent.rules;
 
-        let approver = Arc::new(CliApprover::new(ask));
+        let fallback = Arc::new(CliApprover::new(ask));
+        let eliciting = client_calls
+            .map(|calls| Arc::new(tackle_mcp::ElicitingApprover::new(calls, fallback.clone())));
+        let approver: Arc<dyn Approver> = match &eliciting {
+            Some(eliciting) => eliciting.clone(),
+            None => fallback.clone(),
+        };
         let service = Arc::new(
-            PermissionService::new(
-                root.to_string_lossy(),
-                approver.clone(),
-                Arc::new(approvals),
-            )
-            .map_err(|e| anyhow!(e))?,
+            PermissionService::new(root.to_string_lossy(), approver, Arc::new(approvals))
+                .map_err(|e| anyhow!(e))?,
         );
-        approver.attach(&service);
+        fallback.attach(&service);
+        if let Some(eliciting) = &eliciting {
+            eliciting.attach(&service);
+        }
 
         let gate_rules = rules.clone();
+        let gate = Gate::new(service, move |_| gate_rules.clone());
         let fs = LocationFs::new(&root)
             .with_context(|| format!("cannot open the root {}", root.display()))?;
         let env = ToolEnv::new(fs)
-            .with_gate(Gate::new(service, move |_| gate_rules.clone()))
+            .with_gate(gate.clone())
             .with_session_state(Arc::new(session_state));
 
         let location = Location::new(
@@ -150,7 +166,9 @@ impl Host {
             _batch: batch,
             _custom: custom,
             mcp_servers,
+            mcp_options: mcp_options(gate),
             mcp: Vec::new(),
+            supervisors: Vec::new(),
         })
     }
 
@@ -158,11 +176,11 @@ impl Host {
     /// that fails to start (or is slow past the startup timeout) is reported on stderr and left
     /// out; the others and the built-ins still work.
     pub(crate) async fn connect_mcp(&mut self) {
-        let options = tackle_mcp::ConnectOptions::default();
+        let options = &self.mcp_options;
         let attempts = self
             .mcp_servers
             .iter()
-            .map(|server| tackle_mcp::connect(server, &self.location, &options));
+            .map(|server| tackle_mcp::connect(server, &self.location, options));
         for result in futures_util::future::join_all(attempts).await {
             match result {
                 Ok(connection) => {
@@ -174,6 +192,45 @@ impl Host {
                 Err(error) => eprintln!("tackle: {error}"),
             }
         }
+    }
+
+    /// Keeps the configured MCP servers connected in the background, reconnecting with backoff
+    /// when one exits or cannot be reached; for a long-running `serve`. Each first attempt is
+    /// awaited (within its startup timeout) so the first listing has the tools of the servers
+    /// that start.
+    pub(crate) async fn supervise_mcp(&mut self) {
+        for server in &self.mcp_servers {
+            let supervisor = tackle_mcp::supervise(
+                server.clone(),
+                self.location.clone(),
+                self.mcp_options.clone(),
+            );
+            self.supervisors.push(supervisor);
+        }
+        let first =
+            self.supervisors
+                .iter()
+                .zip(&self.mcp_servers)
+                .map(|(supervisor, server)| async move {
+                    let state = supervisor
+                        .wait_for(|state| state.connected || state.last_error.is_some())
+                        .await;
+                    for warning in &state.warnings {
+                        eprintln!("tackle: {warning}");
+                    }
+                    if let Some(error) = &state.last_error {
+                        eprintln!(
+                            "tackle: {error}; retrying in the background (server `{}`)",
+                            server.name
+                        );
+                    }
+                });
+        futures_util::future::join_all(first).await;
+    }
+
+    /// The Location the tools are registered in.
+    pub(crate) fn location(&self) -> &Location {
+        &self.location
     }
 
     /// The turn the agent is offered for the model: every registered tool its rules do not
@@ -276,6 +333,17 @@ fn custom_toolset(
             !clash
         })
         .collect()
+}
+
+/// Connection options for MCP servers: a call of `<server>_<tool>` first asks the permission
+/// of that name on `*`, as OpenCode does, so the configuration can allow, ask or deny each MCP
+/// tool (the default rules allow unknown permissions).
+fn mcp_options(gate: Gate) -> tackle_mcp::ConnectOptions {
+    let hook: tackle_mcp::BeforeCall = Arc::new(move |cx, name| {
+        let gate = gate.clone();
+        Box::pin(async move { gate.ask(&cx, Ask::new(name, ["*"])).await })
+    });
+    tackle_mcp::ConnectOptions::default().with_before_call(hook)
 }
 
 /// The MCP client's form of a configured server.

@@ -18,6 +18,7 @@ mod approve;
 mod config;
 mod host;
 mod render;
+mod serve;
 
 use approve::AskMode;
 use host::{Host, HostOptions};
@@ -63,6 +64,11 @@ struct Global {
     /// none, which offers every tool).
     #[arg(long, global = true, value_name = "PROVIDER/MODEL", value_parser = config::Model::parse)]
     model: Option<config::Model>,
+    /// Append logs to FILE instead of stderr; stdout never gets logs. The level comes from
+    /// $TACKLE_LOG (`tracing` directives such as `debug` or `tackle_mcp=debug`; default `error`,
+    /// or `info` with a log file).
+    #[arg(long, global = true, value_name = "FILE")]
+    log_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -80,11 +86,16 @@ enum Command {
         #[arg(long)]
         yes: bool,
     },
-    /// Serve the agent's tools to an MCP client over stdin and stdout.
+    /// Serve the agent's tools to an MCP client over stdin and stdout, or over streamable HTTP.
     Serve {
-        /// Approve every permission question once; without it, questions are refused.
+        /// Approve every permission question the client cannot be asked (by elicitation) once;
+        /// without it, such questions are refused.
         #[arg(long)]
         yes: bool,
+        /// Serve streamable HTTP on ADDR instead of stdio: PORT or :PORT (on 127.0.0.1),
+        /// localhost:PORT, or IP:PORT to choose the interface.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
     },
     /// List the tools the agent is offered.
     Tools {
@@ -115,6 +126,9 @@ enum ConfigAction {
 
 fn main() -> ExitCode {
     let mut cli = Cli::try_parse().unwrap_or_else(|error| error.exit());
+    if let Err(error) = serve::init_logging(cli.global.log_file.as_deref()) {
+        return operational(error);
+    }
     let root = match cli.global.root.take() {
         Some(root) => root,
         None => match std::env::current_dir() {
@@ -207,6 +221,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
         data_dir,
         config: _,
         model,
+        log_file: _,
     } = cli.global;
     let model = match model {
         Some(model) => Some(model),
@@ -218,21 +233,31 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
     };
     match cli.command {
         Command::Config { .. } => bail!("`config` runs before the runtime starts"),
-        Command::Serve { yes } => {
-            let host = Host::open(HostOptions {
+        Command::Serve { yes, http } => {
+            let address = http.as_deref().map(serve::http_address).transpose()?;
+            let calls = tackle_mcp::ClientCalls::new();
+            let mut host = Host::open(HostOptions {
                 root,
                 agent: agent.clone(),
                 data_dir,
                 config,
                 ask: if yes { AskMode::Yes } else { AskMode::Refuse },
                 model,
+                client_calls: Some(calls.clone()),
             })?;
-            let mut host = host;
-            host.connect_mcp().await;
+            host.supervise_mcp().await;
+            let changes = host.location().changes();
             let server = TackleServer::from_turns(move || host.materialize())
                 .with_agent(agent)
-                .with_session(session.unwrap_or_else(|| "mcp".to_owned()));
-            tackle_mcp::serve_stdio(server).await?;
+                .with_session(session.unwrap_or_else(|| "mcp".to_owned()))
+                .with_client_calls(calls);
+            let watcher = server.notify_on(changes);
+            let served = match address {
+                None => tackle_mcp::serve_stdio(server).await.map_err(Into::into),
+                Some(address) => serve::serve_http(address, server).await,
+            };
+            watcher.abort();
+            served?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools { json, provider } => {
@@ -243,6 +268,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 config,
                 ask: AskMode::Refuse,
                 model,
+                client_calls: None,
             })?;
             let mut host = host;
             host.connect_mcp().await;
@@ -287,6 +313,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 config,
                 ask,
                 model,
+                client_calls: None,
             })?;
             let mut host = host;
             host.connect_mcp().await;

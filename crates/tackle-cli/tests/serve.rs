@@ -1,14 +1,19 @@
-//! `tackle serve` end to end: an MCP client spawns the binary and talks to it over stdio.
+//! `tackle serve` end to end: an MCP client spawns the binary and talks to it over stdio
+//! (calls, errors, cancellation, `tools/list_changed` when a configured MCP server comes and
+//! goes), and a second `tackle` reaches one served over streamable HTTP.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::NotificationContext;
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
 
 /// A workspace root and a private data directory for one server.
 struct Sandbox {
@@ -28,16 +33,29 @@ impl Sandbox {
 
     /// Spawns `tackle --root <root> --data-dir <data> serve` and initializes a client with it.
     async fn connect(&self) -> RunningService<RoleClient, ()> {
+        self.connect_with(()).await
+    }
+
+    /// The same with the client handler `client`.
+    async fn connect_with<C: ClientHandler>(&self, client: C) -> RunningService<RoleClient, C> {
+        let transport =
+            TokioChildProcess::new(self.command(["serve"])).expect("spawn tackle serve");
+        client.serve(transport).await.expect("initialize")
+    }
+
+    /// `tackle --root <root> --data-dir <data> ARGS…` with a private HOME and TMPDIR.
+    fn command<const N: usize>(&self, args: [&str; N]) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tackle"));
         command
             .arg("--root")
             .arg(self.root.path())
             .arg("--data-dir")
             .arg(self.data.path())
-            .arg("serve")
-            .env("TMPDIR", self.data.path().join("tmp"));
-        let transport = TokioChildProcess::new(command).expect("spawn tackle serve");
-        ().serve(transport).await.expect("initialize")
+            .args(args)
+            .env("HOME", self.data.path())
+            .env("TMPDIR", self.data.path().join("tmp"))
+            .env_remove("TACKLE_MODEL");
+        command
     }
 
     fn write(&self, name: &str, text: &str) {
@@ -56,7 +74,11 @@ fn object(value: Value) -> JsonObject {
     }
 }
 
-async fn call(client: &RunningService<RoleClient, ()>, name: &str, args: Value) -> CallToolResult {
+async fn call<C: ClientHandler>(
+    client: &RunningService<RoleClient, C>,
+    name: &str,
+    args: Value,
+) -> CallToolResult {
     client
         .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(object(args)))
         .await
@@ -129,4 +151,293 @@ async fn serve_refuses_permission_questions_without_yes() {
 
 fn path_str(path: &Path) -> String {
     path.to_string_lossy().into_owned()
+}
+
+/// A client that reports `tools/list_changed`.
+struct ListChanged(mpsc::UnboundedSender<()>);
+
+impl ClientHandler for ListChanged {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.0.send(());
+    }
+}
+
+/// True while a process with this PID exists.
+fn alive(pid: &str) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", pid])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// Waits up to `limit` for `condition`.
+async fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if condition() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    condition()
+}
+
+#[tokio::test]
+async fn cancelling_a_call_kills_its_command_and_the_server_goes_on() {
+    let sandbox = Sandbox::new();
+    let client = sandbox.connect().await;
+    let pid_file = sandbox.path("sleeper.pid");
+    let peer = client.peer().clone();
+    let command = format!("echo $$ > '{pid_file}'; exec sleep 30");
+    let pending = tokio::spawn(async move {
+        peer.call_tool(
+            CallToolRequestParams::new("bash")
+                .with_arguments(object(json!({ "command": command }))),
+        )
+        .await
+    });
+    assert!(
+        eventually(Duration::from_secs(10), || std::fs::read_to_string(
+            &pid_file
+        )
+        .is_ok_and(|pid| !pid.trim().is_empty()))
+        .await,
+        "the command started"
+    );
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(alive(&pid));
+    // Dropping the request sends `notifications/cancelled`.
+    pending.abort();
+    assert!(
+        eventually(Duration::from_secs(10), || !alive(&pid)).await,
+        "the cancelled command's process is gone"
+    );
+    let result = call(&client, "bash", json!({ "command": "echo still here" })).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert!(text(&result).contains("still here"), "{result:?}");
+    client.cancel().await.expect("close the client");
+}
+
+#[tokio::test]
+async fn a_configured_mcp_server_that_exits_and_returns_sends_list_changed_each_time() {
+    let sandbox = Sandbox::new();
+    // The upstream server is another `tackle serve`, started through sh to learn its PID.
+    let upstream = Sandbox::new();
+    upstream.write("note.txt", "from upstream\n");
+    let pid_file = sandbox.data.path().join("upstream.pid");
+    let script = format!(
+        "echo $$ > '{}'; exec '{}' --root '{}' --data-dir '{}' serve",
+        pid_file.display(),
+        env!("CARGO_BIN_EXE_tackle"),
+        upstream.root.path().display(),
+        upstream.data.path().display(),
+    );
+    std::fs::create_dir(sandbox.root.path().join(".tackle")).unwrap();
+    sandbox.write(
+        ".tackle/config.json",
+        &json!({ "mcp": { "up": { "command": "sh", "args": ["-c", script] } } }).to_string(),
+    );
+    let (changed_tx, mut changed) = mpsc::unbounded_channel();
+    let client = sandbox.connect_with(ListChanged(changed_tx)).await;
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect()
+    };
+    let tools = names(client.list_all_tools().await.expect("tools/list"));
+    assert!(tools.contains(&"up_read".to_owned()), "{tools:?}");
+    let result = call(
+        &client,
+        "up_read",
+        json!({ "filePath": upstream.path("note.txt") }),
+    )
+    .await;
+    assert!(text(&result).contains("from upstream"), "{result:?}");
+
+    // The upstream server dies: its tools leave, and the client hears of it.
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    std::fs::remove_file(&pid_file).unwrap();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-9", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    tokio::time::timeout(Duration::from_secs(10), changed.recv())
+        .await
+        .expect("tools/list_changed after the exit")
+        .expect("the channel is open");
+    let tools = names(client.list_all_tools().await.expect("tools/list"));
+    assert!(!tools.contains(&"up_read".to_owned()), "{tools:?}");
+    assert!(
+        tools.contains(&"read".to_owned()),
+        "the built-ins stay: {tools:?}"
+    );
+
+    // It is restarted with backoff: the tools come back, and the client hears of that too.
+    tokio::time::timeout(Duration::from_secs(15), changed.recv())
+        .await
+        .expect("tools/list_changed after the reconnection")
+        .expect("the channel is open");
+    let tools = names(client.list_all_tools().await.expect("tools/list"));
+    assert!(tools.contains(&"up_read".to_owned()), "{tools:?}");
+    client.cancel().await.expect("close the client");
+}
+
+#[tokio::test]
+async fn a_tackle_served_over_http_is_reached_by_a_configured_url() {
+    let served = Sandbox::new();
+    served.write("remote.txt", "over http\n");
+    let mut server = served.command(["serve", "--http", "127.0.0.1:0"]);
+    server
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut server = server.spawn().expect("spawn tackle serve --http");
+    let mut lines = tokio::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.expect("read stderr") {
+            if let Some(url) = line.split(" at ").nth(1) {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("the server exited before printing its address");
+    })
+    .await
+    .expect("the server prints its address");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+
+    let client = Sandbox::new();
+    std::fs::create_dir(client.root.path().join(".tackle")).unwrap();
+    client.write(
+        ".tackle/config.json",
+        &json!({ "mcp": { "far": { "url": url } } }).to_string(),
+    );
+    let output = client
+        .command([
+            "call",
+            "far_read",
+            &json!({ "filePath": served.path("remote.txt") }).to_string(),
+        ])
+        .output()
+        .await
+        .expect("run tackle call");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("over http"), "{stdout}");
+    server.start_kill().expect("stop the server");
+}
+
+#[tokio::test]
+async fn mcp_tools_are_asked_for_under_their_registered_name() {
+    let upstream = Sandbox::new();
+    upstream.write("note.txt", "guarded\n");
+    let sandbox = Sandbox::new();
+    std::fs::create_dir(sandbox.root.path().join(".tackle")).unwrap();
+    sandbox.write(
+        ".tackle/config.json",
+        &json!({
+            "permission": { "up_read": "ask" },
+            "mcp": { "up": {
+                "command": env!("CARGO_BIN_EXE_tackle"),
+                "args": ["--root", upstream.root.path(), "--data-dir", upstream.data.path(), "serve"],
+            } },
+        })
+        .to_string(),
+    );
+    let args = json!({ "filePath": upstream.path("note.txt") }).to_string();
+    let refused = sandbox
+        .command(["call", "up_read", &args])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("run tackle call");
+    let stdout = String::from_utf8_lossy(&refused.stdout);
+    assert_eq!(refused.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("`up_read`") && stdout.contains("--yes"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("guarded"), "{stdout}");
+
+    let allowed = sandbox
+        .command(["call", "--yes", "up_read", &args])
+        .output()
+        .await
+        .expect("run tackle call --yes");
+    let stdout = String::from_utf8_lossy(&allowed.stdout);
+    assert!(allowed.status.success(), "{stdout}");
+    assert!(stdout.contains("guarded"), "{stdout}");
+}
+
+/// A client that answers every permission form with `decision`, and counts the questions.
+struct Answers {
+    decision: &'static str,
+    asked: mpsc::UnboundedSender<String>,
+}
+
+impl ClientHandler for Answers {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut elicitation = rmcp::model::ElicitationCapability::new();
+        elicitation.form = Some(rmcp::model::FormElicitationCapability::new());
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        capabilities.elicitation = Some(elicitation);
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("answers", "0"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            let _ = self.asked.send(message);
+        }
+        let mut result = rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept);
+        result.content = Some(json!({ "decision": self.decision }));
+        Ok(result)
+    }
+}
+
+#[tokio::test]
+async fn serve_asks_a_client_with_elicitation_instead_of_refusing() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "the answer\n").unwrap();
+    for (decision, allowed) in [("once", true), ("reject", false)] {
+        let sandbox = Sandbox::new();
+        let (asked_tx, mut asked) = mpsc::unbounded_channel();
+        let client = sandbox
+            .connect_with(Answers {
+                decision,
+                asked: asked_tx,
+            })
+            .await;
+        let result = call(&client, "read", json!({ "filePath": path_str(&secret) })).await;
+        let question = asked.try_recv().expect("the client was asked");
+        assert!(question.contains("external_directory"), "{question}");
+        assert_eq!(result.is_error, Some(!allowed), "{decision}: {result:?}");
+        assert_eq!(text(&result).contains("the answer"), allowed, "{result:?}");
+        client.cancel().await.expect("close the client");
+    }
 }

@@ -326,14 +326,20 @@ async fn registry_changes_notify_the_client_once_per_burst() {
         .location
         .register(ToolSet::new().with(
             "one",
-            Tool::new("One.", |_: Empty, _cx| async move { Ok::<_, ToolFailure>(1) }),
+            Tool::new(
+                "One.",
+                |_: Empty, _cx| async move { Ok::<_, ToolFailure>(1) },
+            ),
         ))
         .expect("register one");
     let two = fixture
         .location
         .register(ToolSet::new().with(
             "two",
-            Tool::new("Two.", |_: Empty, _cx| async move { Ok::<_, ToolFailure>(2) }),
+            Tool::new(
+                "Two.",
+                |_: Empty, _cx| async move { Ok::<_, ToolFailure>(2) },
+            ),
         ))
         .expect("register two");
     tokio::time::timeout(Duration::from_secs(10), connected.changed.recv())

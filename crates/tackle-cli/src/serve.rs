@@ -1,0 +1,130 @@
+//! `tackle serve`: the MCP server over stdio or streamable HTTP, and the logging that keeps
+//! stdout clean for the stdio protocol.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
+use tackle_mcp::TackleServer;
+
+/// The variable that sets the log filter (`tracing` directives such as `debug` or
+/// `tackle_mcp=debug,warn`).
+const LOG_ENV: &str = "TACKLE_LOG";
+
+/// Sends `tracing` output to `file` (appended) or else to stderr, never to stdout. Without
+/// [`LOG_ENV`] the level is `error` on stderr (the command prints its own warnings) and `info`
+/// in a file.
+pub(crate) fn init_logging(file: Option<&Path>) -> anyhow::Result<()> {
+    let default = if file.is_some() { "info" } else { "error" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env(LOG_ENV)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let installed = match file {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open the log file {}", path.display()))?;
+            builder
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(file))
+                .try_init()
+        }
+        None => builder.with_writer(std::io::stderr).try_init(),
+    };
+    // A subscriber set earlier (tests embedding the CLI) is fine.
+    let _ = installed;
+    Ok(())
+}
+
+/// Serves `server` over streamable HTTP on `address` until Ctrl-C (or SIGTERM), then shuts down.
+pub(crate) async fn serve_http(address: SocketAddr, server: TackleServer) -> anyhow::Result<()> {
+    let serving = tackle_mcp::serve_http(address, server).await?;
+    let bound = serving.local_addr();
+    eprintln!("tackle: serving MCP over streamable HTTP at http://{bound}/mcp");
+    if !bound.ip().is_loopback() {
+        eprintln!(
+            "tackle: {} is not a loopback address: anyone who can reach it can call the tools",
+            bound.ip()
+        );
+    }
+    // Dropping the serving future on a signal stops the server and ends every session.
+    tokio::select! {
+        () = stop_signal() => Ok(()),
+        result = serving.waiting() => result.map_err(Into::into),
+    }
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// The address `--http` names: `HOST:PORT`, `:PORT` or `PORT` (both on 127.0.0.1), with
+/// `localhost` read as 127.0.0.1. A host name other than `localhost` is refused: binding is
+/// explicit about which interface is exposed.
+pub(crate) fn http_address(text: &str) -> anyhow::Result<SocketAddr> {
+    let text = text.trim();
+    let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    if let Ok(port) = text.trim_start_matches(':').parse::<u16>() {
+        return Ok(SocketAddr::new(loopback, port));
+    }
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Ok(address);
+    }
+    if let Some(port) = text.strip_prefix("localhost:") {
+        let port = port
+            .parse::<u16>()
+            .with_context(|| format!("`{port}` is not a port number"))?;
+        return Ok(SocketAddr::new(loopback, port));
+    }
+    bail!(
+        "cannot read `{text}` as an address: give PORT, :PORT, localhost:PORT or IP:PORT \
+         (for example 127.0.0.1:8765)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_alone_bind_loopback_and_ips_are_taken_as_given() {
+        let loopback = |port| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+        assert_eq!(http_address("8765").unwrap(), loopback(8765));
+        assert_eq!(http_address(":8765").unwrap(), loopback(8765));
+        assert_eq!(http_address("localhost:9").unwrap(), loopback(9));
+        assert_eq!(
+            http_address("0.0.0.0:80").unwrap(),
+            "0.0.0.0:80".parse::<SocketAddr>().unwrap()
+        );
+        assert_eq!(
+            http_address("[::1]:7").unwrap(),
+            "[::1]:7".parse::<SocketAddr>().unwrap()
+        );
+    }
+
+    #[test]
+    fn unreadable_addresses_say_what_is_accepted() {
+        let error = http_address("example.com:80").unwrap_err().to_string();
+        assert!(
+            error.contains("PORT, :PORT, localhost:PORT or IP:PORT"),
+            "{error}"
+        );
+        let error = http_address("localhost:http").unwrap_err().to_string();
+        assert!(error.contains("not a port number"), "{error}");
+        assert!(http_address("70000").is_err());
+    }
+}
