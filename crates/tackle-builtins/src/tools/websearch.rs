@@ -26,6 +26,18 @@ pub(crate) const URL_VAR: &str = "TACKLE_WEBSEARCH_URL";
 /// The environment variable holding the search API key.
 pub(crate) const KEY_VAR: &str = "TACKLE_WEBSEARCH_KEY";
 
+/// The variable naming the providers websearch is offered to, comma-separated.
+pub(crate) const PROVIDERS_VAR: &str = "TACKLE_WEBSEARCH_PROVIDERS";
+
+/// `a, b,,c` as `[a, b, c]`.
+fn parse_providers(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The name of the provider's search tool.
 const SEARCH_TOOL: &str = "web_search_exa";
 /// Results when the call asks for no number.
@@ -51,6 +63,10 @@ pub struct WebSearchConfig {
     pub endpoint: String,
     /// The API key, sent as the `x-api-key` header when set.
     pub api_key: Option<String>,
+    /// The model providers the tool is offered to (its provider needs, see
+    /// `Tool::with_providers`); `None` offers it to every model. A host whose search account
+    /// belongs to one provider's plan, say, restricts it here.
+    pub providers: Option<Vec<String>>,
 }
 
 impl fmt::Debug for WebSearchConfig {
@@ -58,6 +74,7 @@ impl fmt::Debug for WebSearchConfig {
         f.debug_struct("WebSearchConfig")
             .field("endpoint", &self.endpoint)
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("providers", &self.providers)
             .finish()
     }
 }
@@ -68,7 +85,17 @@ impl WebSearchConfig {
         Self {
             endpoint: endpoint.into(),
             api_key: None,
+            providers: None,
         }
+    }
+
+    /// Offers the tool only to models of these providers.
+    pub fn with_providers<S: Into<String>>(
+        mut self,
+        providers: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.providers = Some(providers.into_iter().map(Into::into).collect());
+        self
     }
 
     /// Sends `key` as the `x-api-key` header.
@@ -77,8 +104,9 @@ impl WebSearchConfig {
         self
     }
 
-    /// The configuration from `TACKLE_WEBSEARCH_URL` and `TACKLE_WEBSEARCH_KEY`; `None` when no
-    /// endpoint is set. A blank key counts as none.
+    /// The configuration from `TACKLE_WEBSEARCH_URL`, `TACKLE_WEBSEARCH_KEY` and
+    /// `TACKLE_WEBSEARCH_PROVIDERS` (comma-separated provider names); `None` when no endpoint is
+    /// set. A blank key or provider list counts as none.
     pub fn from_env() -> Option<Self> {
         let endpoint = std::env::var(URL_VAR).ok()?;
         let endpoint = endpoint.trim();
@@ -89,9 +117,14 @@ impl WebSearchConfig {
             .ok()
             .map(|key| key.trim().to_owned())
             .filter(|key| !key.is_empty());
+        let providers = std::env::var(PROVIDERS_VAR)
+            .ok()
+            .map(|list| parse_providers(&list))
+            .filter(|list| !list.is_empty());
         Some(Self {
             endpoint: endpoint.to_owned(),
             api_key,
+            providers,
         })
     }
 
@@ -145,12 +178,13 @@ pub struct WebSearchOutput {
 
 pub(crate) fn tool(env: &ToolEnv, config: WebSearchConfig) -> AnyTool {
     let env = env.clone();
+    let providers = config.providers.clone();
     // One client for every call: building one loads the TLS roots.
     let client = client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("Could not set up the HTTP client: {e}."));
-    Tool::new(DESCRIPTION, move |input: WebSearchInput, cx: Context| {
+    let tool = Tool::new(DESCRIPTION, move |input: WebSearchInput, cx: Context| {
         let env = env.clone();
         let config = config.clone();
         let client = client.clone();
@@ -164,8 +198,11 @@ pub(crate) fn tool(env: &ToolEnv, config: WebSearchConfig) -> AnyTool {
             }
         }
     })
-    .with_projection(super::project_output)
-    .erase()
+    .with_projection(super::project_output);
+    match providers {
+        Some(providers) => tool.with_providers(providers).erase(),
+        None => tool.erase(),
+    }
 }
 
 async fn websearch(

@@ -147,3 +147,25 @@ fn the_key_is_not_in_the_debug_form() {
     let config = WebSearchConfig::new("https://example.com/mcp").with_api_key(KEY);
     assert!(!format!("{config:?}").contains(KEY));
 }
+
+#[test]
+fn provider_lists_are_trimmed_and_reach_the_definition() {
+    assert_eq!(
+        super::parse_providers(" opencode, anthropic,, "),
+        ["opencode", "anthropic"]
+    );
+    assert!(super::parse_providers(" , ").is_empty());
+
+    let (open, _root) = websearch(Gate::allow_all(), WebSearchConfig::new("http://x"));
+    assert!(open.definition().serves_provider(Some("openai")));
+    let (limited, _root) = websearch(
+        Gate::allow_all(),
+        WebSearchConfig::new("http://x").with_providers(["opencode"]),
+    );
+    assert!(limited.definition().serves_provider(Some("opencode")));
+    assert!(!limited.definition().serves_provider(Some("openai")));
+    assert!(
+        limited.definition().serves_provider(None),
+        "no model chosen: offered"
+    );
+}
