@@ -1,19 +1,19 @@
 //! MCP over streamable HTTP end to end: a Location served with `serve_http` to rmcp's HTTP
 //! client, and tackle's own client connecting to it, with headers, shutdown and reconnection.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
+use support::{EchoInput, EchoOutput, Empty, WAIT, call, texts};
 use tackle_core::{CallIdentity, Context, Tool, ToolFailure};
 use tackle_mcp::{
     ConnectError, ConnectOptions, HttpServing, McpServerConfig, McpTransport, TackleServer,
@@ -27,24 +27,6 @@ use tackle_store::{FsOutputStore, SqliteJournal};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-/// The longest any single wait in these tests may take.
-const WAIT: Duration = Duration::from_secs(10);
-
-#[derive(Deserialize, JsonSchema)]
-struct EchoInput {
-    /// What to echo.
-    text: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-struct EchoOutput {
-    echoed: String,
-    length: usize,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct Empty {}
 
 /// A Location on disk (output store and journal in a temporary directory) holding `echo` and
 /// `fail`.
@@ -137,30 +119,6 @@ async fn rmcp_client(
     .expect("initialize in time")
     .expect("the client initializes");
     (client, changed)
-}
-
-async fn call(peer: &Peer<RoleClient>, name: &str, args: Value) -> CallToolResult {
-    let Value::Object(arguments) = args else {
-        panic!("arguments must be an object");
-    };
-    let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-    match tokio::time::timeout(WAIT, peer.call_tool_once(params))
-        .await
-        .expect("an answer in time")
-        .expect("a tools/call result")
-    {
-        CallToolResponse::Complete(result) => result,
-        other => panic!("unexpected response: {other:?}"),
-    }
-}
-
-fn texts(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn http_config(url: String, headers: BTreeMap<String, String>) -> McpServerConfig {

@@ -2,19 +2,20 @@
 //! for them, and permission questions sent as elicitation (with a fallback for clients that
 //! cannot answer).
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    FormElicitationCapability, Implementation, JsonObject, ProgressNotificationParam,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
+    JsonObject, ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Value, json};
+use support::{Empty, call_with, texts};
 use tackle_core::{Tool, ToolFailure};
 use tackle_mcp::{ClientCalls, ElicitingApprover, Serving, TackleServer, serve};
 use tackle_permission::{
@@ -24,9 +25,6 @@ use tackle_permission::{
 use tackle_registry::{AllTools, Location, Registration, SettlementConfig, ToolRegistry, ToolSet};
 use tackle_store::{MemoryJournal, MemoryOutputStore};
 use tokio::sync::mpsc;
-
-#[derive(Deserialize, JsonSchema)]
-struct Empty {}
 
 /// The fallback approver: refuses, saying it was the fallback.
 struct Fallback {
@@ -194,40 +192,17 @@ async fn connect(fixture: &Fixture, answer: Option<ElicitResult>) -> Connected {
     }
 }
 
-async fn call(connected: &Connected, params: CallToolRequestParams) -> CallToolResult {
-    let response = tokio::time::timeout(
-        Duration::from_secs(10),
-        connected.client.peer().call_tool_once(params),
-    )
-    .await
-    .expect("the call answers in time")
-    .expect("a tools/call result");
-    match response {
-        CallToolResponse::Complete(result) => result,
-        other => panic!("expected a result, got {other:?}"),
-    }
-}
-
-fn text_of(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[tokio::test]
 async fn progress_reaches_the_client_under_its_token_in_order() {
     let fixture = fixture();
     let mut connected = connect(&fixture, None).await;
 
-    let result = call(
-        &connected,
+    let result = call_with(
+        connected.client.peer(),
         CallToolRequestParams::new("steps").with_arguments(JsonObject::new()),
     )
     .await;
-    assert_eq!(result.is_error, Some(false), "{}", text_of(&result));
+    assert_eq!(result.is_error, Some(false), "{}", texts(&result));
     let mut seen = Vec::new();
     while let Ok(Some(update)) =
         tokio::time::timeout(Duration::from_millis(500), connected.progress.recv()).await
@@ -260,9 +235,9 @@ async fn a_permission_question_is_elicited_from_the_calling_client_and_its_answe
     let fixture = fixture();
     let connected = connect(&fixture, Some(accept(json!({"decision": "once"})))).await;
     let params = CallToolRequestParams::new("remove").with_arguments(JsonObject::new());
-    let result = call(&connected, params).await;
-    assert_eq!(result.is_error, Some(false), "{}", text_of(&result));
-    assert_eq!(text_of(&result), "removed");
+    let result = call_with(connected.client.peer(), params).await;
+    assert_eq!(result.is_error, Some(false), "{}", texts(&result));
+    assert_eq!(texts(&result), "removed");
     let questions = connected.questions.lock().unwrap().clone();
     assert_eq!(questions.len(), 1, "{questions:?}");
     assert!(
@@ -286,12 +261,12 @@ async fn a_rejection_with_feedback_reaches_the_model_and_a_decline_refuses() {
     )
     .await;
     let params = CallToolRequestParams::new("remove").with_arguments(JsonObject::new());
-    let result = call(&connected, params).await;
+    let result = call_with(connected.client.peer(), params).await;
     assert_eq!(result.is_error, Some(true));
     assert!(
-        text_of(&result).contains("move it to trash instead"),
+        texts(&result).contains("move it to trash instead"),
         "{}",
-        text_of(&result)
+        texts(&result)
     );
 
     let declining = fixture();
@@ -301,8 +276,8 @@ async fn a_rejection_with_feedback_reaches_the_model_and_a_decline_refuses() {
     )
     .await;
     let params = CallToolRequestParams::new("remove").with_arguments(JsonObject::new());
-    let result = call(&connected, params).await;
-    assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    let result = call_with(connected.client.peer(), params).await;
+    assert_eq!(result.is_error, Some(true), "{}", texts(&result));
 }
 
 #[tokio::test]
@@ -310,12 +285,12 @@ async fn a_client_without_elicitation_gets_the_fallback_answer() {
     let fixture = fixture();
     let connected = connect(&fixture, None).await;
     let params = CallToolRequestParams::new("remove").with_arguments(JsonObject::new());
-    let result = call(&connected, params).await;
+    let result = call_with(connected.client.peer(), params).await;
     assert_eq!(result.is_error, Some(true));
     assert!(
-        text_of(&result).contains("refused by the fallback"),
+        texts(&result).contains("refused by the fallback"),
         "{}",
-        text_of(&result)
+        texts(&result)
     );
     assert_eq!(*fixture.fallback.asked.lock().unwrap(), ["bash"]);
 }

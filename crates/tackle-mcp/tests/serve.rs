@@ -1,35 +1,20 @@
 //! The MCP server end to end over an in-process duplex: listing, results, errors, cancellation
 //! and `tools/list_changed`.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject};
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::json;
+use support::{EchoInput, EchoOutput, Empty, call, texts};
 use tackle_core::{Tool, ToolFailure};
 use tackle_mcp::{Serving, TackleServer, serve};
 use tackle_registry::{AllTools, Location, Registration, SettlementConfig, ToolRegistry, ToolSet};
 use tackle_store::{MemoryJournal, MemoryOutputStore};
 use tokio::sync::mpsc;
-
-#[derive(Deserialize, JsonSchema)]
-struct EchoInput {
-    /// What to echo.
-    text: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-struct EchoOutput {
-    echoed: String,
-    length: usize,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct Empty {}
 
 /// What the slow tool reports to the test.
 #[derive(Debug, PartialEq)]
@@ -123,34 +108,6 @@ async fn connect(server: TackleServer) -> Connected {
         serving,
         changed,
     }
-}
-
-fn arguments(value: Value) -> JsonObject {
-    match value {
-        Value::Object(object) => object,
-        other => panic!("not an object: {other}"),
-    }
-}
-
-async fn call(peer: &Peer<RoleClient>, name: &str, args: Value) -> CallToolResult {
-    let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments(args));
-    match peer
-        .call_tool_once(params)
-        .await
-        .expect("a tools/call result")
-    {
-        CallToolResponse::Complete(result) => result,
-        other => panic!("unexpected response: {other:?}"),
-    }
-}
-
-fn texts(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[tokio::test]
