@@ -155,10 +155,13 @@ fn main() -> ExitCode {
             return operational(anyhow::Error::new(problems).context("invalid configuration"));
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // A server settles calls from its clients at the same time, so it gets a worker per core;
+    // one-shot commands need one thread.
+    let mut builder = match cli.command {
+        Command::Serve { .. } => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => return operational(anyhow::Error::new(error).context("cannot start")),
     };

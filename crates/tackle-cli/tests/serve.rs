@@ -441,3 +441,30 @@ async fn serve_asks_a_client_with_elicitation_instead_of_refusing() {
         client.cancel().await.expect("close the client");
     }
 }
+
+#[tokio::test]
+async fn debug_logs_go_to_the_log_file_and_never_to_stdout() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "alpha\n");
+    let log = sandbox.data.path().join("serve.log");
+    let log_arg = log.to_string_lossy().into_owned();
+    let mut command = sandbox.command(["--log-file", &log_arg, "serve"]);
+    command.env("TACKLE_LOG", "debug");
+    let client =
+        ().serve(TokioChildProcess::new(command).expect("spawn tackle serve"))
+            .await
+            .expect("initialize: stdout carries only the protocol");
+    let result = call(
+        &client,
+        "read",
+        json!({ "filePath": sandbox.path("a.txt") }),
+    )
+    .await;
+    assert!(text(&result).contains("alpha"), "{result:?}");
+    client.cancel().await.expect("close the client");
+    let logged = std::fs::read_to_string(&log).expect("the log file exists");
+    assert!(
+        logged.contains("DEBUG"),
+        "debug lines are in the file: {logged}"
+    );
+}
