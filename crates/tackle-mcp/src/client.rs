@@ -1,5 +1,5 @@
 //! The MCP client: connects to an MCP server and registers its tools into a Location for as
-//! long as the server stays connected.
+//! long as the server stays connected, following the server's `tools/list_changed`.
 
 mod names;
 mod result;
@@ -14,12 +14,12 @@ use http::{HeaderName, HeaderValue};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientRequest, JsonObject, PingRequest,
 };
-use rmcp::service::{RunningService, ServiceError};
+use rmcp::service::{NotificationContext, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig,
 };
 use rmcp::transport::{IntoTransport, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{Peer, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tackle_core::{Context, Tool, ToolFailure};
 use tackle_registry::{Location, Registration, RegistrationError, ToolSet};
@@ -216,9 +216,21 @@ pub enum ConnectError {
     },
 }
 
+/// The registered tool names of a connection and the tools it skipped.
+#[derive(Clone, Debug, Default)]
+struct Listing {
+    /// Registered names, sorted by the tools' original names.
+    tools: Vec<String>,
+    /// One message per skipped tool.
+    warnings: Vec<String>,
+}
+
 /// What lives exactly as long as the server is connected.
 struct Shared {
+    /// `None` once the connection is down; a refresh never registers again after that.
     registration: Mutex<Option<Registration>>,
+    /// The current registration's names and warnings.
+    listing: watch::Sender<Listing>,
     /// Asks the heartbeat to ping now, after a call failed in the transport.
     probe: Notify,
 }
@@ -236,14 +248,16 @@ impl Shared {
 
 /// A connected MCP server whose tools are registered in a Location.
 ///
-/// The connection owns the registration. When the server disconnects (its process exits, the
-/// transport closes) the registration is dropped: the tools disappear, and a turn that
-/// advertised them settles their calls as stale. Dropping the connection (or
+/// The connection owns the registration. When the server sends `tools/list_changed`, the
+/// connection lists the tools again and replaces the registration: the new one is registered
+/// before the old one is dropped, so a name the server keeps never disappears, but every tool
+/// gets a new identity and a turn that advertised the old ones settles their calls as stale. A
+/// failed re-list keeps the old registration and logs a warning. When the server disconnects
+/// (its process exits, the transport closes) the registration is dropped: the tools disappear,
+/// and a turn that advertised them settles their calls as stale. Dropping the connection (or
 /// [`McpConnection::close`]) stops the server and unregisters the tools too.
 pub struct McpConnection {
     server: String,
-    tools: Vec<String>,
-    warnings: Vec<String>,
     shared: Arc<Shared>,
     closed: watch::Receiver<bool>,
     cancel: CancellationToken,
@@ -253,8 +267,8 @@ impl fmt::Debug for McpConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpConnection")
             .field("server", &self.server)
-            .field("tools", &self.tools)
-            .field("warnings", &self.warnings)
+            .field("tools", &self.tools())
+            .field("warnings", &self.warnings())
             .field("connected", &self.is_connected())
             .finish_non_exhaustive()
     }
@@ -266,14 +280,16 @@ impl McpConnection {
         &self.server
     }
 
-    /// The names the server's tools were registered under, sorted by their original names.
-    pub fn tools(&self) -> &[String] {
-        &self.tools
+    /// The names the server's tools are registered under, sorted by their original names: a
+    /// snapshot of the latest listing, which changes when the server sends `tools/list_changed`.
+    pub fn tools(&self) -> Vec<String> {
+        self.shared.listing.borrow().tools.clone()
     }
 
-    /// Tools that were skipped, one message each (for example a schema tackle cannot compile).
-    pub fn warnings(&self) -> &[String] {
-        &self.warnings
+    /// Tools of the latest listing that were skipped, one message each (for example a schema
+    /// tackle cannot compile).
+    pub fn warnings(&self) -> Vec<String> {
+        self.shared.listing.borrow().warnings.clone()
     }
 
     /// True until the server disconnects or the connection is closed.
@@ -308,7 +324,9 @@ impl Drop for McpConnection {
 ///
 /// Starting, initializing and listing must finish within the startup timeout of `options`. A
 /// tool whose input schema tackle refuses is skipped and reported in
-/// [`McpConnection::warnings`]; the others still register.
+/// [`McpConnection::warnings`]; the others still register. Whenever the server sends
+/// `tools/list_changed`, its tools are listed again (within the startup timeout) and the
+/// registration is replaced; see [`McpConnection`].
 pub async fn connect(
     config: &McpServerConfig,
     location: &Location,
@@ -316,6 +334,8 @@ pub async fn connect(
 ) -> Result<McpConnection, ConnectError> {
     let server = config.name.clone();
     let cancel = CancellationToken::new();
+    let listener = Listener::default();
+    let list_changed = listener.list_changed.clone();
     let startup = async {
         let running = match &config.transport {
             McpTransport::Stdio { command, args, env } => {
@@ -327,11 +347,11 @@ pub async fn connect(
                         command: command.clone(),
                         source,
                     })?;
-                initialize(&server, transport, cancel.clone()).await?
+                initialize(&server, listener, transport, cancel.clone()).await?
             }
             McpTransport::Http { url, headers } => {
                 let transport = http_transport(&server, url, headers)?;
-                initialize(&server, transport, cancel.clone()).await?
+                initialize(&server, listener, transport, cancel.clone()).await?
             }
         };
         let tools =
@@ -357,6 +377,7 @@ pub async fn connect(
 
     let shared = Arc::new(Shared {
         registration: Mutex::new(None),
+        listing: watch::Sender::new(Listing::default()),
         probe: Notify::new(),
     });
     let remote = Remote {
@@ -365,35 +386,7 @@ pub async fn connect(
         shared: shared.clone(),
         before_call: options.before_call.clone(),
     };
-    let mut record = ToolSet::new();
-    let mut tools = Vec::new();
-    let mut warnings = Vec::new();
-    let assigned = assign_tool_names(&server, listed.iter().map(|tool| tool.name.as_ref()));
-    // Both are sorted by original name; a duplicated original name pairs up in order.
-    let mut listed: Vec<_> = listed.into_iter().collect();
-    listed.sort_by(|a, b| a.name.cmp(&b.name));
-    for ((original, name), tool) in assigned.into_iter().zip(listed) {
-        let description = tool
-            .description
-            .as_deref()
-            .or(tool.title.as_deref())
-            .unwrap_or_default()
-            .to_owned();
-        let schema = Value::Object((*tool.input_schema).clone());
-        match remote_tool(&remote, &original, &name, description, schema) {
-            Ok(tool) => {
-                record.insert(name.clone(), tool);
-                tools.push(name);
-            }
-            Err(error) => {
-                let warning = format!(
-                    "MCP server `{server}`: skipped tool `{original}` (as `{name}`): {error}"
-                );
-                tracing::warn!("{warning}");
-                warnings.push(warning);
-            }
-        }
-    }
+    let (record, listing) = tool_record(&remote, listed);
     let registration = location
         .register(record)
         .map_err(|source| ConnectError::Register {
@@ -404,7 +397,14 @@ pub async fn connect(
         .registration
         .lock()
         .unwrap_or_else(PoisonError::into_inner) = Some(registration);
+    shared.listing.send_replace(listing);
 
+    let refresh = Refresh {
+        remote,
+        location: location.clone(),
+        list_changed,
+        timeout: options.startup_timeout,
+    };
     let heartbeat = matches!(config.transport, McpTransport::Http { .. })
         .then_some((options.heartbeat, options.startup_timeout));
     let (closed_tx, closed) = watch::channel(false);
@@ -414,29 +414,43 @@ pub async fn connect(
         shared.clone(),
         closed_tx,
         heartbeat,
+        refresh,
         cancel.clone(),
     ));
     Ok(McpConnection {
         server,
-        tools,
-        warnings,
         shared,
         closed,
         cancel,
     })
 }
 
-/// Runs the MCP handshake over `transport`.
+/// The client's handler: it only passes `tools/list_changed` on to the connection.
+#[derive(Default)]
+struct Listener {
+    list_changed: Arc<Notify>,
+}
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // Changes that arrive while a re-list runs fold into one more re-list.
+        self.list_changed.notify_one();
+    }
+}
+
+/// Runs the MCP handshake over `transport`, with `listener` handling the server's messages.
 async fn initialize<T, E, A>(
     server: &str,
+    listener: Listener,
     transport: T,
     cancel: CancellationToken,
-) -> Result<RunningService<RoleClient, ()>, ConnectError>
+) -> Result<RunningService<RoleClient, Listener>, ConnectError>
 where
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    ().serve_with_ct(transport, cancel)
+    listener
+        .serve_with_ct(transport, cancel)
         .await
         .map_err(|error| ConnectError::Initialize {
             server: server.to_owned(),
@@ -506,14 +520,15 @@ fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// Waits for the service to stop (or, over HTTP, for a ping to fail), then drops the
-/// registration and reports the disconnection.
+/// Waits for the service to stop (or, over HTTP, for a ping to fail), following the server's
+/// `tools/list_changed` meanwhile, then drops the registration and reports the disconnection.
 async fn watch_connection(
     server: String,
-    running: RunningService<RoleClient, ()>,
+    running: RunningService<RoleClient, Listener>,
     shared: Arc<Shared>,
     closed: watch::Sender<bool>,
     heartbeat: Option<(Duration, Duration)>,
+    refresh: Refresh,
     cancel: CancellationToken,
 ) {
     let peer = running.peer().clone();
@@ -521,6 +536,7 @@ async fn watch_connection(
     tokio::pin!(waiting);
     let reason = tokio::select! {
         reason = &mut waiting => format!("{reason:?}"),
+        never = refresh.follow() => match never {},
         failure = heartbeat_failure(&peer, &shared, heartbeat) => {
             shared.unregister();
             cancel.cancel();
@@ -556,6 +572,112 @@ async fn heartbeat_failure(
             Err(_) => return format!("no answer to a ping within {timeout:?}"),
         }
     }
+}
+
+/// Lists a connection's tools again whenever the server says they changed.
+struct Refresh {
+    remote: Remote,
+    location: Location,
+    list_changed: Arc<Notify>,
+    /// How long one re-list may take.
+    timeout: Duration,
+}
+
+impl Refresh {
+    /// Replaces the registration after every `tools/list_changed`; never returns.
+    async fn follow(&self) -> std::convert::Infallible {
+        loop {
+            self.list_changed.notified().await;
+            self.replace().await;
+        }
+    }
+
+    /// Lists the tools and registers them before dropping the old registration. On failure the
+    /// old registration stays and a warning is logged.
+    async fn replace(&self) {
+        let server = &self.remote.server;
+        let listed =
+            match tokio::time::timeout(self.timeout, self.remote.peer.list_all_tools()).await {
+                Ok(Ok(listed)) => listed,
+                Ok(Err(error)) => {
+                    tracing::warn!(
+                        "MCP server `{server}`: cannot list its changed tools, keeping the old \
+                         ones: {error}"
+                    );
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        "MCP server `{server}`: listing its changed tools took longer than {:?}, \
+                         keeping the old ones",
+                        self.timeout
+                    );
+                    return;
+                }
+            };
+        let (record, listing) = tool_record(&self.remote, listed);
+        let shared = &self.remote.shared;
+        let old = {
+            let mut registration = shared
+                .registration
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if registration.is_none() {
+                // The connection is down: register nothing again.
+                return;
+            }
+            match self.location.register(record) {
+                Ok(new) => {
+                    shared.listing.send_replace(listing);
+                    registration.replace(new)
+                }
+                Err(error) => {
+                    tracing::warn!(
+                        "MCP server `{server}`: cannot register its changed tools, keeping the \
+                         old ones: {error}"
+                    );
+                    return;
+                }
+            }
+        };
+        // Dropped only now, after the new registration is in place.
+        drop(old);
+        tracing::info!("MCP server `{server}` changed its tools");
+    }
+}
+
+/// The registration record of the tools a server listed, with their registered names and the
+/// warnings of the tools skipped.
+fn tool_record(remote: &Remote, mut listed: Vec<rmcp::model::Tool>) -> (ToolSet, Listing) {
+    let server = &remote.server;
+    let mut record = ToolSet::new();
+    let mut listing = Listing::default();
+    let assigned = assign_tool_names(server, listed.iter().map(|tool| tool.name.as_ref()));
+    // Both are sorted by original name; a duplicated original name pairs up in order.
+    listed.sort_by(|a, b| a.name.cmp(&b.name));
+    for ((original, name), tool) in assigned.into_iter().zip(listed) {
+        let description = tool
+            .description
+            .as_deref()
+            .or(tool.title.as_deref())
+            .unwrap_or_default()
+            .to_owned();
+        let schema = Value::Object((*tool.input_schema).clone());
+        match remote_tool(remote, &original, &name, description, schema) {
+            Ok(tool) => {
+                record.insert(name.clone(), tool);
+                listing.tools.push(name);
+            }
+            Err(error) => {
+                let warning = format!(
+                    "MCP server `{server}`: skipped tool `{original}` (as `{name}`): {error}"
+                );
+                tracing::warn!("{warning}");
+                listing.warnings.push(warning);
+            }
+        }
+    }
+    (record, listing)
 }
 
 /// What every tool of one connection shares.
@@ -642,9 +764,10 @@ pub struct SupervisorState {
     pub connected: bool,
     /// How many connections succeeded so far.
     pub connections: u64,
-    /// The registered tool names of the current connection; empty while disconnected.
+    /// The registered tool names of the current connection, following its
+    /// `tools/list_changed`; empty while disconnected.
     pub tools: Vec<String>,
-    /// The warnings of the current (or last) connection.
+    /// The warnings of the current (or last) connection's latest listing.
     pub warnings: Vec<String>,
     /// The last connection error, cleared on success.
     pub last_error: Option<String>,
@@ -699,14 +822,32 @@ pub fn supervise(
             match connect(&config, &location, &options).await {
                 Ok(connection) => {
                     delay = options.backoff_initial;
+                    let mut listing = connection.shared.listing.subscribe();
+                    let first = listing.borrow_and_update().clone();
                     state_tx.send_modify(|state| {
                         state.connected = true;
                         state.connections += 1;
-                        state.tools = connection.tools().to_vec();
-                        state.warnings = connection.warnings().to_vec();
+                        state.tools = first.tools;
+                        state.warnings = first.warnings;
                         state.last_error = None;
                     });
-                    connection.disconnected().await;
+                    {
+                        let disconnected = connection.disconnected();
+                        tokio::pin!(disconnected);
+                        // The connection's listing changes after each `tools/list_changed`.
+                        loop {
+                            tokio::select! {
+                                () = &mut disconnected => break,
+                                Ok(()) = listing.changed() => {
+                                    let current = listing.borrow_and_update().clone();
+                                    state_tx.send_modify(|state| {
+                                        state.tools = current.tools;
+                                        state.warnings = current.warnings;
+                                    });
+                                }
+                            }
+                        }
+                    }
                     drop(connection);
                     state_tx.send_modify(|state| {
                         state.connected = false;

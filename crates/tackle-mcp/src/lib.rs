@@ -42,7 +42,9 @@
 //! the call's cancellation; the result settles through the registry like any built-in, so it is
 //! bounded and journaled the same way. The output is `{"content": [...], "structuredContent":
 //! {...}}` and the model reads the content parts (text and media); `isError` becomes a tool
-//! failure. A tool whose schema tackle refuses is skipped with a warning. The
+//! failure. A tool whose schema tackle refuses is skipped with a warning. The tools follow the
+//! server's `tools/list_changed`: the connection lists them again and replaces its registration,
+//! so turns that advertised the old tools settle them as stale. The
 //! [`McpConnection`] owns the registration: when the server disconnects the tools disappear and
 //! turns that advertised them settle as stale; over HTTP a failed heartbeat ping counts as a
 //! disconnection. [`supervise`] reconnects with exponential backoff. An optional

@@ -1,6 +1,6 @@
 //! The MCP client end to end: tackle connects to `tackle-mcp-echo` (a small stdio MCP server
-//! built with this crate), registers its tools, settles calls through a Location turn, and
-//! loses the tools when the server goes away.
+//! built with this crate), registers its tools, settles calls through a Location turn, follows
+//! the server's `tools/list_changed`, and loses the tools when the server goes away.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -42,6 +42,21 @@ async fn settle(turn: &Turn, name: &str, arguments: Value) -> Settlement {
     turn.settle(cx, ToolCall::new(name, arguments)).await
 }
 
+/// Materializes turns until one advertises `name`, for at most 10 s.
+async fn turn_with(location: &Location, name: &str) -> Turn {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let turn = location.materialize(AllTools);
+            if turn.get(name).is_some() {
+                return turn;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("`{name}` was never registered"))
+}
+
 fn text(content: &[Content]) -> String {
     content
         .iter()
@@ -62,6 +77,7 @@ async fn registers_the_server_tools_and_settles_calls_through_a_turn() {
             "echo_echo",
             "echo_exit",
             "echo_fail",
+            "echo_grow",
             "echo_picture",
             "echo_seen",
             "echo_slow"
@@ -73,6 +89,7 @@ async fn registers_the_server_tools_and_settles_calls_through_a_turn() {
             "echo_echo",
             "echo_exit",
             "echo_fail",
+            "echo_grow",
             "echo_picture",
             "echo_seen",
             "echo_slow"
@@ -407,4 +424,98 @@ async fn supervise_reconnects_after_the_server_exits() {
     })
     .await
     .expect("dropping the supervisor unregisters the tools");
+}
+
+#[tokio::test]
+async fn a_changed_tool_list_replaces_the_registration_and_old_turns_go_stale() {
+    let location = location();
+    let connection = connect(&echo_server(), &location, &ConnectOptions::default())
+        .await
+        .expect("the echo server connects");
+    let old = location.materialize(AllTools);
+    assert!(old.get("echo_extra").is_none());
+    assert!(old.get("echo_fail").is_some());
+
+    // `grow` adds `extra`, removes `fail` and sends `tools/list_changed`.
+    let grow = settle(&old, "echo_grow", json!({})).await;
+    assert!(
+        matches!(grow.outcome, Outcome::Success(_)),
+        "{:?}",
+        grow.outcome
+    );
+    let new = turn_with(&location, "echo_extra").await;
+    assert!(new.get("echo_fail").is_none());
+    let expected = [
+        "echo_echo",
+        "echo_exit",
+        "echo_extra",
+        "echo_grow",
+        "echo_picture",
+        "echo_seen",
+        "echo_slow",
+    ];
+    assert_eq!(location.tools().names(), expected);
+    assert_eq!(connection.tools(), expected);
+    assert_eq!(
+        connection.warnings().len(),
+        1,
+        "{:?}",
+        connection.warnings()
+    );
+
+    let extra = settle(&new, "echo_extra", json!({})).await;
+    let Outcome::Success(output) = &extra.outcome else {
+        panic!("extra failed: {:?}", extra.outcome);
+    };
+    assert_eq!(text(&output.content), "extra");
+
+    // Every tool got a new identity: the old turn's calls are stale, the new turn's succeed.
+    let stale = settle(&old, "echo_echo", json!({"text": "old"})).await;
+    assert!(
+        matches!(&stale.outcome, Outcome::Error(error) if error.kind == ModelErrorKind::Stale),
+        "{:?}",
+        stale.outcome
+    );
+    let removed = settle(&old, "echo_fail", json!({})).await;
+    assert!(
+        matches!(&removed.outcome, Outcome::Error(error) if error.kind == ModelErrorKind::Stale),
+        "{:?}",
+        removed.outcome
+    );
+    let fresh = settle(&new, "echo_echo", json!({"text": "new"})).await;
+    let Outcome::Success(output) = &fresh.outcome else {
+        panic!("echo failed: {:?}", fresh.outcome);
+    };
+    assert_eq!(text(&output.content), "echo: new");
+
+    connection.close().await;
+    assert!(location.tools().names().is_empty());
+}
+
+#[tokio::test]
+async fn the_supervisor_state_follows_a_changed_tool_list() {
+    let location = location();
+    let supervisor = supervise(echo_server(), location.clone(), ConnectOptions::default());
+    let wait = Duration::from_secs(10);
+    let first = tokio::time::timeout(wait, supervisor.wait_for(|state| state.connected))
+        .await
+        .expect("the first connection");
+    assert!(!first.tools.contains(&"echo_extra".to_owned()));
+
+    let turn = location.materialize(AllTools);
+    let grow = settle(&turn, "echo_grow", json!({})).await;
+    assert!(
+        matches!(grow.outcome, Outcome::Success(_)),
+        "{:?}",
+        grow.outcome
+    );
+    let grown = tokio::time::timeout(
+        wait,
+        supervisor.wait_for(|state| state.tools.contains(&"echo_extra".to_owned())),
+    )
+    .await
+    .expect("the supervisor sees the new tool");
+    assert!(grown.connected);
+    assert_eq!(grown.connections, 1);
+    assert!(!grown.tools.contains(&"echo_fail".to_owned()));
 }

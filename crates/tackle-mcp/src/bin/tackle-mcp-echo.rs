@@ -2,10 +2,12 @@
 //!
 //! Tools: `echo` (text plus `structuredContent`), `picture` (an image), `fail` (`isError`),
 //! `broken` (an input schema no JSON Schema compiler accepts), `slow` (waits until
-//! cancelled), `exit` (the process exits without answering) and `seen` (the names of the tools
-//! called so far, for tests that check a call never arrived). With the argument `--hang` the
-//! process never answers `initialize`, for the startup-timeout test.
+//! cancelled), `exit` (the process exits without answering), `seen` (the names of the tools
+//! called so far, for tests that check a call never arrived) and `grow` (adds the tool `extra`,
+//! removes `fail` and sends `tools/list_changed`). With the argument `--hang` the process never
+//! answers `initialize`, for the startup-timeout test.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
@@ -23,6 +25,9 @@ const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mN
 /// The names of the tools called so far, `seen` excluded.
 static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
+/// True once `grow` was called: `extra` is listed and `fail` is not.
+static GROWN: AtomicBool = AtomicBool::new(false);
+
 struct Echo;
 
 fn schema(value: Value) -> Arc<JsonObject> {
@@ -34,8 +39,13 @@ fn schema(value: Value) -> Arc<JsonObject> {
 
 impl ServerHandler for Echo {
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("tackle-mcp-echo", "0.0.0"))
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("tackle-mcp-echo", "0.0.0"))
     }
 
     async fn list_tools(
@@ -49,19 +59,29 @@ impl ServerHandler for Echo {
             "required": ["text"],
         });
         let empty = json!({"type": "object", "properties": {}});
-        Ok(ListToolsResult::with_all_items(vec![
+        let mut tools = vec![
             Tool::new("echo", "Echo the text back.", schema(text)),
             Tool::new(
                 "picture",
                 "Return a one-pixel image.",
                 schema(empty.clone()),
             ),
-            Tool::new("fail", "Always fails.", schema(empty.clone())),
             Tool::new("broken", "Has a broken schema.", schema(json!({"type": 5}))),
             Tool::new("slow", "Waits until cancelled.", schema(empty.clone())),
             Tool::new("exit", "Exits the server process.", schema(empty.clone())),
-            Tool::new("seen", "Lists the tools called so far.", schema(empty)),
-        ]))
+            Tool::new(
+                "seen",
+                "Lists the tools called so far.",
+                schema(empty.clone()),
+            ),
+            Tool::new("grow", "Changes the tool list.", schema(empty.clone())),
+        ];
+        if GROWN.load(Ordering::SeqCst) {
+            tools.push(Tool::new("extra", "Added by grow.", schema(empty)));
+        } else {
+            tools.push(Tool::new("fail", "Always fails.", schema(empty)));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -101,6 +121,14 @@ impl ServerHandler for Echo {
             }
             "exit" => std::process::exit(0),
             "seen" => CallToolResult::success(vec![ContentBlock::text(seen)]),
+            "grow" => {
+                GROWN.store(true, Ordering::SeqCst);
+                if let Err(error) = context.peer.notify_tool_list_changed().await {
+                    eprintln!("tackle-mcp-echo: cannot send tools/list_changed: {error}");
+                }
+                CallToolResult::success(vec![ContentBlock::text("grown")])
+            }
+            "extra" => CallToolResult::success(vec![ContentBlock::text("extra")]),
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("no tool named {other}"),
