@@ -19,7 +19,8 @@ pub(crate) fn init_logging(file: Option<&Path>) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_env(LOG_ENV)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let installed = match file {
+    // `try_init` fails only when a subscriber is set already (a test embedding the CLI): fine.
+    let _ = match file {
         Some(path) => {
             let file = std::fs::OpenOptions::new()
                 .create(true)
@@ -33,8 +34,6 @@ pub(crate) fn init_logging(file: Option<&Path>) -> anyhow::Result<()> {
         }
         None => builder.with_writer(std::io::stderr).try_init(),
     };
-    // A subscriber set earlier (tests embedding the CLI) is fine.
-    let _ = installed;
     Ok(())
 }
 

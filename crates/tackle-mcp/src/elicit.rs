@@ -174,27 +174,31 @@ impl Approver for ElicitingApprover {
 
 /// The text the client shows: what is asked, on what, and the tool's details when they help.
 fn question(request: &PermissionRequest) -> String {
-    let patterns = request
-        .patterns
-        .iter()
-        .map(|p| format!("`{p}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut text = format!("Allow `{}` on {patterns}?", request.permission);
+    let mut text = format!(
+        "Allow `{}` on {}?",
+        request.permission,
+        listed(&request.patterns)
+    );
     if let Some(diff) = request.metadata.get("diff").and_then(Value::as_str) {
         text.push_str("\n\n");
         text.push_str(diff);
     }
     if request.always != request.patterns && !request.always.is_empty() {
-        let always = request
-            .always
-            .iter()
-            .map(|p| format!("`{p}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        text.push_str(&format!("\n\n\"Always allow\" saves: {always}"));
+        text.push_str(&format!(
+            "\n\n\"Always allow\" saves: {}",
+            listed(&request.always)
+        ));
     }
     text
+}
+
+/// Patterns as "`a`, `b`".
+fn listed(patterns: &[String]) -> String {
+    patterns
+        .iter()
+        .map(|p| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The form: a decision, and feedback the model reads when the user rejects.

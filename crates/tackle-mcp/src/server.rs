@@ -132,27 +132,18 @@ impl TackleServer {
     }
 
     fn reconfigure(self, change: impl FnOnce(&mut Inner)) -> Self {
-        match Arc::try_unwrap(self.inner) {
+        let inner = match Arc::try_unwrap(self.inner) {
             Ok(mut inner) => {
                 change(&mut inner);
-                Self {
-                    inner: Arc::new(inner),
-                    listed: self.listed,
-                    peer_known: self.peer_known,
-                    connection: self.connection,
-                }
+                Arc::new(inner)
             }
             // Already shared: configuration is fixed once a handle escapes, so keep it as is.
             Err(inner) => {
                 tracing::warn!("TackleServer configured after it was cloned; ignoring");
-                Self {
-                    inner,
-                    listed: self.listed,
-                    peer_known: self.peer_known,
-                    connection: self.connection,
-                }
+                inner
             }
-        }
+        };
+        Self { inner, ..self }
     }
 
     /// Sends `notifications/tools/list_changed` to every connected client. Call it when the

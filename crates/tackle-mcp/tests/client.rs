@@ -57,6 +57,14 @@ async fn turn_with(location: &Location, name: &str) -> Turn {
     .unwrap_or_else(|_| panic!("`{name}` was never registered"))
 }
 
+/// The text of a successful settlement; panics, naming the outcome, on anything else.
+fn success_text(settlement: &Settlement) -> String {
+    let Outcome::Success(output) = &settlement.outcome else {
+        panic!("`{}` failed: {:?}", settlement.tool, settlement.outcome);
+    };
+    text(&output.content)
+}
+
 fn text(content: &[Content]) -> String {
     content
         .iter()
@@ -330,10 +338,7 @@ async fn a_refusing_before_call_hook_stops_the_call_before_the_server_sees_it() 
 
     // The hook allows `seen`, and the server never saw the refused call.
     let seen = settle(&turn, "echo_seen", json!({})).await;
-    let Outcome::Success(output) = &seen.outcome else {
-        panic!("seen failed: {:?}", seen.outcome);
-    };
-    assert_eq!(text(&output.content), "");
+    assert_eq!(success_text(&seen), "");
     assert_eq!(*asked.lock().unwrap(), ["echo_echo", "echo_seen"]);
     connection.close().await;
 }
@@ -356,16 +361,10 @@ async fn an_allowing_before_call_hook_sees_the_registered_name() {
     .expect("the echo server connects");
     let turn = location.materialize(AllTools);
     let echo = settle(&turn, "echo_echo", json!({"text": "allowed"})).await;
-    let Outcome::Success(output) = &echo.outcome else {
-        panic!("echo failed: {:?}", echo.outcome);
-    };
-    assert_eq!(text(&output.content), "echo: allowed");
+    assert_eq!(success_text(&echo), "echo: allowed");
     let seen = settle(&turn, "echo_seen", json!({})).await;
-    let Outcome::Success(output) = &seen.outcome else {
-        panic!("seen failed: {:?}", seen.outcome);
-    };
     // The server got the original name; the hook got the registered one.
-    assert_eq!(text(&output.content), "echo");
+    assert_eq!(success_text(&seen), "echo");
     assert_eq!(*asked.lock().unwrap(), ["echo_echo", "echo_seen"]);
     assert!(!format!("{:?}", ConnectOptions::default()).contains("before_call: true"));
     connection.close().await;
@@ -464,10 +463,7 @@ async fn a_changed_tool_list_replaces_the_registration_and_old_turns_go_stale() 
     );
 
     let extra = settle(&new, "echo_extra", json!({})).await;
-    let Outcome::Success(output) = &extra.outcome else {
-        panic!("extra failed: {:?}", extra.outcome);
-    };
-    assert_eq!(text(&output.content), "extra");
+    assert_eq!(success_text(&extra), "extra");
 
     // Every tool got a new identity: the old turn's calls are stale, the new turn's succeed.
     let stale = settle(&old, "echo_echo", json!({"text": "old"})).await;
@@ -483,10 +479,7 @@ async fn a_changed_tool_list_replaces_the_registration_and_old_turns_go_stale() 
         removed.outcome
     );
     let fresh = settle(&new, "echo_echo", json!({"text": "new"})).await;
-    let Outcome::Success(output) = &fresh.outcome else {
-        panic!("echo failed: {:?}", fresh.outcome);
-    };
-    assert_eq!(text(&output.content), "echo: new");
+    assert_eq!(success_text(&fresh), "echo: new");
 
     connection.close().await;
     assert!(location.tools().names().is_empty());
