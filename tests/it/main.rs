@@ -5,6 +5,7 @@ mod file_tools;
 mod journal;
 mod laws;
 mod laws_bound;
+mod laws_edit;
 mod laws_files;
 mod permission;
 mod registry;

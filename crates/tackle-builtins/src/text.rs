@@ -10,6 +10,7 @@
 //! later writes would silently damage the file.
 
 use std::fmt::Write as _;
+use tackle_edit::diff::{LineDiff, LineOp};
 
 /// The read tool's default number of lines per call.
 pub const DEFAULT_READ_LIMIT: usize = 2000;
@@ -490,15 +491,13 @@ fn human_bytes(n: usize) -> String {
 #[cfg(test)]
 mod tests;
 
-/// Applies the change from `old_lf` to `new_lf` to `raw`, keeping the bytes of every line the
-/// change did not touch.
+/// Applies a change to `raw`, keeping the bytes of every line the change did not touch.
 ///
-/// `old_lf` must be [`to_lf`] of `raw`. Lines equal in both keep their original ending (so a
-/// mixed file stays mixed); a rewritten line keeps the ending of the line it replaces, and
-/// inserted lines take the file's dominant ending. Lines are
-/// matched by a line diff, so the result differs from `raw` only where `new_lf` differs from
-/// `old_lf`.
-pub fn splice_line_endings(raw: &str, old_lf: &str, new_lf: &str) -> String {
+/// `diff` goes from [`to_lf`] of `raw` to `new_lf`. Lines equal in both keep their original
+/// ending (so a mixed file stays mixed); a rewritten line keeps the ending of the line it
+/// replaces, and inserted lines take the file's dominant ending. The result differs from `raw`
+/// only where `new_lf` differs from the LF view.
+pub fn splice_line_endings(raw: &str, new_lf: &str, diff: &LineDiff<'_>) -> String {
     let style = detect_line_endings(raw);
     match style {
         LineEndings::Lf | LineEndings::None => return new_lf.to_owned(),
@@ -507,41 +506,25 @@ pub fn splice_line_endings(raw: &str, old_lf: &str, new_lf: &str) -> String {
     }
     let newline = style.dominant();
     let raw_lines: Vec<&str> = raw.split_inclusive('\n').collect();
-    let diff = similar::TextDiff::configure()
-        .algorithm(similar::Algorithm::Myers)
-        .diff_lines(old_lf, new_lf);
-    let new_lines: Vec<&str> = new_lf.split_inclusive('\n').collect();
+    let new_lines = diff.new_lines();
     let mut out = String::with_capacity(new_lf.len() + new_lf.len() / 16);
     for op in diff.ops() {
-        match *op {
-            similar::DiffOp::Equal { old_index, len, .. } => {
-                for line in &raw_lines[old_index..old_index + len] {
+        match op {
+            LineOp::Equal { old, len, .. } => {
+                for line in &raw_lines[*old..old + len] {
                     out.push_str(line);
                 }
             }
-            similar::DiffOp::Delete { .. } => {}
-            similar::DiffOp::Insert {
-                new_index, new_len, ..
-            } => {
-                for line in &new_lines[new_index..new_index + new_len] {
-                    push_with_ending(&mut out, line, newline);
-                }
-            }
-            similar::DiffOp::Replace {
-                old_index,
-                old_len,
-                new_index,
-                new_len,
-            } => {
+            LineOp::Change { old, new } => {
                 // A rewritten line keeps the ending of the line it replaces; extra lines take
                 // the dominant one.
-                for k in 0..new_len {
-                    let ending = match raw_lines.get(old_index + k) {
-                        Some(raw) if k < old_len && raw.ends_with("\r\n") => "\r\n",
-                        Some(raw) if k < old_len && raw.ends_with('\n') => "\n",
+                for (k, line) in new_lines[new.clone()].iter().enumerate() {
+                    let ending = match raw_lines.get(old.start + k) {
+                        Some(raw) if k < old.len() && raw.ends_with("\r\n") => "\r\n",
+                        Some(raw) if k < old.len() && raw.ends_with('\n') => "\n",
                         _ => newline,
                     };
-                    push_with_ending(&mut out, new_lines[new_index + k], ending);
+                    push_with_ending(&mut out, line, ending);
                 }
             }
         }
@@ -572,30 +555,20 @@ pub struct TextChange {
     pub deletions: usize,
 }
 
-/// Diffs `old` against `new` (LF texts) line by line, with three lines of context.
-pub fn text_change(path: &str, old: &str, new: &str) -> TextChange {
-    let diff = similar::TextDiff::configure()
-        .algorithm(similar::Algorithm::Myers)
-        .diff_lines(old, new);
-    let (mut additions, mut deletions) = (0, 0);
-    for change in diff.iter_all_changes() {
-        match change.tag() {
-            similar::ChangeTag::Insert => additions += 1,
-            similar::ChangeTag::Delete => deletions += 1,
-            similar::ChangeTag::Equal => {}
+impl TextChange {
+    /// The unified diff (three lines of context) and counts of a line diff, headed with `path`.
+    pub fn new(path: &str, diff: &LineDiff<'_>) -> Self {
+        TextChange {
+            diff: diff.unified(path, 3),
+            additions: diff.additions(),
+            deletions: diff.deletions(),
         }
     }
-    let diff = if additions + deletions == 0 {
-        String::new()
-    } else {
-        diff.unified_diff()
-            .context_radius(3)
-            .header(&format!("a/{path}"), &format!("b/{path}"))
-            .to_string()
-    };
-    TextChange {
-        diff,
-        additions,
-        deletions,
-    }
+}
+
+/// Diffs `old` against `new` (LF texts) when nothing is known about the change: the common
+/// prefix and suffix are skipped and the rest is diffed under a deadline
+/// ([`LineDiff::compute`]), so a large rewrite stays linear in practice.
+pub fn text_change(path: &str, old: &str, new: &str) -> TextChange {
+    TextChange::new(path, &LineDiff::compute(old, new))
 }

@@ -7,12 +7,17 @@
 //! one matched. The [`patch`] module parses the `*** Begin Patch` grammar and applies every hunk
 //! to in-memory file contents.
 //!
-//! The key decision of this crate is that *a tolerant match must never change lines the model did
-//! not mean*. Every strategy produces candidate spans of the original text; a candidate that
-//! covers far more than the model quoted is refused, several equally good candidates are an
-//! ambiguity to report (with line numbers), and replacement text is inserted verbatim. When
-//! nothing matches, the error carries the closest region with its line numbers and a similarity
-//! score, so the model's next attempt can succeed.
+//! The key decision of this crate is that *a tolerant match may change only text the model
+//! quoted*. Each strategy accepts a span only when every one of its lines equals the quoted line
+//! under one stated normalisation (trimming, an indentation shift, collapsed whitespace, escapes,
+//! a trailing `;` or `,`), never because lines are "similar enough". A whole-line match then
+//! applies the model's change line by line, so a line the model left alone keeps the file's
+//! exact bytes. Several equally good candidates are an ambiguity to report (with line numbers).
+//! When nothing matches, the error carries the closest region with its line numbers, a
+//! similarity score and a diff, so the model's next attempt can succeed.
+//!
+//! The [`diff`] module builds the line diffs the tools show and record from the spans the engine
+//! replaced, so a diff costs what the change costs, not what the file costs.
 //!
 //! Everything here is a pure function of strings: the tools in `tackle-builtins` read files,
 //! call this crate, and write the result atomically. Line endings and byte-order marks are the
@@ -20,5 +25,6 @@
 
 #![deny(missing_docs)]
 
+pub mod diff;
 pub mod patch;
 pub mod replace;

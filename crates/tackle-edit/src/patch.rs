@@ -28,6 +28,10 @@
 //!   by the delimiter line) or a Markdown code fence, and surrounded by blank lines.
 //! - `*** Begin Patch` must be the first line and `*** End Patch` the last; only blank lines may
 //!   follow it. A patch with no operations is refused.
+//! - Markers are compared trimmed, as codex does: models indent them. A line that trims to an
+//!   operation header, `*** Move to:`, `*** End of File` or `*** End Patch` is read as that
+//!   marker, so a context line of exactly that text cannot be expressed. The last non-blank line
+//!   ends the patch when it trims to `*** End Patch`.
 //! - Every line of an `Add File` body starts with `+`. A bare empty line inside the body is taken
 //!   as an empty line of the file; bare empty lines just before the next `***` marker are ignored.
 //!   The created file ends with `\n` (an Add with no body lines creates an empty file).

@@ -12,33 +12,47 @@
 //! 5. [`Strategy::WhitespaceNormalized`]: runs of whitespace treated as one space; whole lines for a
 //!    multi-line `old`, or a span inside one line for a single-line `old`.
 //! 6. [`Strategy::EscapeNormalized`]: `old` with `\n`, `\t`, `\"`, `\\`, … unescaped, exactly.
-//! 7. [`Strategy::ContextAware`]: first and last lines equal after trimming, the same line count,
-//!    and at least half of the non-blank middle lines equal after trimming.
-//! 8. [`Strategy::BlockAnchor`]: first and last lines equal after trimming, a line count within a
-//!    small tolerance of `old`'s, and middle lines at least 60% similar (70% when counts differ).
-//! 9. [`Strategy::MultiOccurrence`]: the label for an exact match that occurs several times and was
+//! 7. [`Strategy::LineNormalized`]: whole lines equal after trimming and collapsing whitespace
+//!    runs, where a line may also lack or add one trailing `;` or `,`; blank lines between the
+//!    quoted lines may differ in number.
+//! 8. [`Strategy::MultiOccurrence`]: the label for an exact match that occurs several times and was
 //!    replaced everywhere because `replace_all` was set.
 //!
 //! Stricter rungs come first (unlike OpenCode's order), so a loose rule never pre-empts a strict
 //! one and the reported strategy is the tightest description of what happened.
 //!
-//! Safety rules:
+//! # The safety law (`LAW-TOLERANT-MATCH` in `spec/laws.md`)
+//!
+//! A tolerant match may change only text the model quoted:
+//! - Every line of a matched span equals its quoted line under the rung's normalisation, and
+//!   nothing looser. There is no "similar enough" line, no share of equal lines, no anchor match
+//!   with a different middle: OpenCode's `ContextAware` and `BlockAnchor` rules rewrote lines the
+//!   model had misremembered, so they are gone. A quote with one wrong line is not found, and the
+//!   error shows the closest region with a diff, so the next call can quote it right.
+//! - A span has as many non-blank lines as the quote; only blank lines may differ in number.
+//! - A within-line match (rungs 4 to 6) never starts or ends inside a run of identifier
+//!   characters (letters, digits, `_`) that continues outside it.
+//! - When `old` matched only once unescaped, `new` is unescaped the same way; a `new` that mixes
+//!   escaped and raw forms is refused.
+//! - A whole-line match (rungs 2, 3, 5 with several lines, 7) applies the change from `old` to
+//!   `new` to the file's lines: a line the model left as it quoted it keeps the file's bytes
+//!   (its whitespace, its `;`), and only the lines the model changed, added or removed change.
+//!
+//! Other rules:
 //! - Several candidates on one rung without `replace_all` is an ambiguity: the error lists every
 //!   candidate's line and nothing looser is tried.
-//! - Line-window rungs only accept spans with `old`'s line count; only the block-anchor rung allows
-//!   a tolerance (`max(1, lines / 10)`), and then only with similar middle lines.
 //! - A whitespace-only `old` is matched exactly or not at all.
 //! - `new` is spliced in by byte offset, never expanded (`$&`, `$1`, `$$` stay literal).
-//! - Re-indentation: when a whole-line rung other than Simple matched (rungs 2, 3, 5, 7, 8), each
-//!   non-blank line of `new` is re-indented. If the matched block has `old`'s line count, pairing
-//!   `old`'s lines with the block's gives a map from `old`'s indentation strings to the file's
-//!   (an indentation that maps to two different strings is dropped from the map); a line of `new`
-//!   whose leading whitespace is in the map gets the mapped whitespace. Any other line of `new`
-//!   that starts with `old`'s common indentation gets that prefix replaced by the block's common
-//!   indentation. Remaining lines are left as written.
+//! - Re-indentation: the lines a whole-line match adds or changes are re-indented. Pairing the
+//!   quote's non-blank lines with the file's gives a map from `old`'s indentation strings to the
+//!   file's (an indentation that maps to two different strings is dropped from the map); a line
+//!   of `new` whose leading whitespace is in the map gets the mapped whitespace. Any other line
+//!   of `new` that starts with `old`'s common indentation gets that prefix replaced by the
+//!   block's common indentation. Remaining lines are left as written.
 //! - When a within-line rung matched (4, or 5 for a single-line `old`), the leading and trailing
 //!   whitespace `old` had is also removed from `new` where `new` has exactly the same boundary.
-//!   Rung 6 inserts `new` exactly as given.
+//! - Every replacement is reported as a [`Splice`], so callers build diffs from the spans
+//!   instead of diffing the whole file ([`crate::diff`]).
 //! - Line-number prefixes copied from the read tool (`    12\t` or `12: `) are stripped from
 //!   `old` only after the exact text failed, and only when every line carries one and the numbers
 //!   are consecutive; they are stripped from `new` only if every line of `new` carries one too.
@@ -52,6 +66,7 @@ mod tests;
 
 use std::fmt::Write as _;
 
+use crate::diff::Splice;
 use strategies::{Candidate, Doc, Query};
 
 /// One rung of the matching ladder; see the [module documentation](self) for the order.
@@ -61,8 +76,6 @@ pub enum Strategy {
     Simple,
     /// Whole lines equal after trimming each line on both ends.
     LineTrimmed,
-    /// First and last lines as anchors, similar middle lines, a line count near `old`'s.
-    BlockAnchor,
     /// Runs of whitespace treated as a single space.
     WhitespaceNormalized,
     /// Whole lines equal after removing the common indentation of both sides.
@@ -71,23 +84,23 @@ pub enum Strategy {
     EscapeNormalized,
     /// `old` without its leading and trailing whitespace.
     TrimmedBoundary,
-    /// First and last lines as anchors, the same line count, half the middle lines equal.
-    ContextAware,
+    /// Whole lines equal after trimming and collapsing whitespace, up to one trailing `;` or
+    /// `,`, with blank lines between them free to differ in number.
+    LineNormalized,
     /// Exact text occurring several times, every occurrence replaced (`replace_all`).
     MultiOccurrence,
 }
 
 impl Strategy {
     /// Every strategy, in the order [`replace`] tries them.
-    pub const LADDER: [Strategy; 9] = [
+    pub const LADDER: [Strategy; 8] = [
         Strategy::Simple,
         Strategy::IndentationFlexible,
         Strategy::LineTrimmed,
         Strategy::TrimmedBoundary,
         Strategy::WhitespaceNormalized,
         Strategy::EscapeNormalized,
-        Strategy::ContextAware,
-        Strategy::BlockAnchor,
+        Strategy::LineNormalized,
         Strategy::MultiOccurrence,
     ];
 
@@ -96,12 +109,11 @@ impl Strategy {
         match self {
             Strategy::Simple => "simple",
             Strategy::LineTrimmed => "line_trimmed",
-            Strategy::BlockAnchor => "block_anchor",
             Strategy::WhitespaceNormalized => "whitespace_normalized",
             Strategy::IndentationFlexible => "indentation_flexible",
             Strategy::EscapeNormalized => "escape_normalized",
             Strategy::TrimmedBoundary => "trimmed_boundary",
-            Strategy::ContextAware => "context_aware",
+            Strategy::LineNormalized => "line_normalized",
             Strategy::MultiOccurrence => "multi_occurrence",
         }
     }
@@ -131,6 +143,8 @@ pub struct Replaced {
     pub first_line: usize,
     /// Whether read-tool line-number prefixes were stripped from `old` before matching.
     pub stripped_line_numbers: bool,
+    /// Every replaced span, in order: byte ranges of the content before and of `content`.
+    pub splices: Vec<Splice>,
 }
 
 /// The region of the file most similar to an `old` that was not found.
@@ -168,6 +182,15 @@ pub enum EditError {
         /// The most similar region of the file, if any region resembles `old` at all.
         closest: Option<Closest>,
     },
+    /// `old` matched only once its backslash escapes were read as characters, and `new` mixes
+    /// escaped and raw forms, so what it means is unclear.
+    #[error(
+        "oldString matched only after its backslash escapes (such as \\n or \\\") were read as \
+         the characters they stand for, but newString mixes escapes with the raw characters, so \
+         it is unclear what to write. Nothing was changed. Send oldString and newString with real \
+         newlines, tabs and quotes, exactly as they should appear in the file."
+    )]
+    MixedEscapes,
     /// `old` matched several places and `replace_all` was not set.
     #[error("{}", ambiguous_message(.lines))]
     Ambiguous {
@@ -271,19 +294,27 @@ pub fn replace(
     // Splitting the content into lines is only paid for once the exact text has failed.
     let doc = Doc::new(content);
     let query = Query::new(old);
-    for strategy in &Strategy::LADDER[1..8] {
+    for strategy in &Strategy::LADDER[1..7] {
         let found = strategies::find(*strategy, &doc, &query);
-        if !found.is_empty() {
-            return apply(
-                content,
-                found,
-                *strategy,
-                Some(&query),
-                new,
-                replace_all,
-                was_stripped,
-            );
+        if found.is_empty() {
+            continue;
         }
+        let unescaped;
+        let new = if *strategy == Strategy::EscapeNormalized {
+            unescaped = strategies::unescape_new(old, new).ok_or(EditError::MixedEscapes)?;
+            unescaped.as_str()
+        } else {
+            new
+        };
+        return apply(
+            content,
+            found,
+            *strategy,
+            Some(&query),
+            new,
+            replace_all,
+            was_stripped,
+        );
     }
     Err(EditError::NotFound {
         closest: closest::find(&doc, &query),
@@ -315,41 +346,47 @@ fn apply(
 
     let mut out = String::with_capacity(content.len() + new.len());
     let mut cursor = 0;
-    let mut replacements = 0;
     let mut first_line = 0;
+    let mut splices = Vec::with_capacity(found.len());
     for cand in &found {
         if cand.start < cursor {
             continue; // overlaps the previous replacement
         }
-        if replacements == 0 {
+        if splices.is_empty() {
             first_line = line_numbers(content, [cand.start])[0];
         }
         out.push_str(&content[cursor..cand.start]);
+        let at = out.len();
         match (strategy, query) {
             (_, Some(q)) if cand.whole_lines => {
                 let span = &content[cand.start..cand.end];
                 let lines: Vec<&str> = span
                     .strip_suffix('\n')
+                    .filter(|_| q.ends_with_newline())
                     .unwrap_or(span)
                     .split('\n')
                     .collect();
-                out.push_str(&strategies::reindent(new, q, &lines));
+                out.push_str(&strategies::splice_lines(q, &lines, new));
             }
             (Strategy::TrimmedBoundary | Strategy::WhitespaceNormalized, Some(q)) => {
                 out.push_str(strategies::trim_like(q.text, new))
             }
             _ => out.push_str(new),
         }
+        splices.push(Splice {
+            old: cand.start..cand.end,
+            new: at..out.len(),
+        });
         cursor = cand.end;
-        replacements += 1;
     }
     out.push_str(&content[cursor..]);
     Ok(Replaced {
         content: out,
         strategy,
-        replacements,
+        replacements: splices.len(),
         first_line,
         stripped_line_numbers,
+        splices,
     })
 }
 

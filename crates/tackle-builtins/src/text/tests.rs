@@ -526,6 +526,11 @@ proptest! {
     }
 }
 
+/// Splices a change given as two LF texts, diffed the way `write` diffs them.
+fn splice(raw: &str, old: &str, new: &str) -> String {
+    splice_line_endings(raw, new, &tackle_edit::diff::LineDiff::compute(old, new))
+}
+
 #[test]
 fn splice_keeps_untouched_endings_of_a_mixed_file() {
     let raw = "a\r\nb\nc\r\nd\n";
@@ -533,20 +538,17 @@ fn splice_keeps_untouched_endings_of_a_mixed_file() {
     let new = old.replace("c\n", "C\nC2\n");
     // The rewritten line keeps its CRLF; the added line takes the dominant LF (2 vs 2 is no
     // CRLF majority); untouched lines keep theirs.
-    assert_eq!(splice_line_endings(raw, &old, &new), "a\r\nb\nC\r\nC2\nd\n");
+    assert_eq!(splice(raw, &old, &new), "a\r\nb\nC\r\nC2\nd\n");
     let raw = "a\r\nb\r\nc\nd\r\n";
     let new = to_lf(raw).replace("b\n", "B\n");
-    assert_eq!(
-        splice_line_endings(raw, &to_lf(raw), &new),
-        "a\r\nB\r\nc\nd\r\n"
-    );
+    assert_eq!(splice(raw, &to_lf(raw), &new), "a\r\nB\r\nc\nd\r\n");
 }
 
 #[test]
 fn splice_restores_pure_styles_and_keeps_a_missing_final_newline() {
-    assert_eq!(splice_line_endings("a\r\nb", "a\nb", "a\nB"), "a\r\nB");
-    assert_eq!(splice_line_endings("a\nb\n", "a\nb\n", "x\nb\n"), "x\nb\n");
-    assert_eq!(splice_line_endings("ab", "ab", "a\nb"), "a\nb");
+    assert_eq!(splice("a\r\nb", "a\nb", "a\nB"), "a\r\nB");
+    assert_eq!(splice("a\nb\n", "a\nb\n", "x\nb\n"), "x\nb\n");
+    assert_eq!(splice("ab", "ab", "a\nb"), "a\nb");
 }
 
 #[test]
@@ -572,7 +574,7 @@ proptest! {
         let at = edit_at % new_lines.len();
         new_lines[at] = format!("{replacement}\n");
         let new: String = new_lines.concat();
-        let spliced = splice_line_endings(&raw, &old, &new);
+        let spliced = splice(&raw, &old, &new);
         prop_assert_eq!(to_lf(&spliced), new);
         let raw_lines: Vec<&str> = raw.split_inclusive('\n').collect();
         let out_lines: Vec<&str> = spliced.split_inclusive('\n').collect();

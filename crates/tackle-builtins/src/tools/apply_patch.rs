@@ -10,6 +10,7 @@
 //! the result says exactly which operations were applied and which were not.
 
 use std::collections::{HashMap, HashSet};
+use tackle_edit::diff::LineDiff;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -307,10 +308,11 @@ async fn apply(
                     .bytes
                     .clone()
                     .expect("planned against an existing file");
-                let new_raw = text::splice_line_endings(&before.raw, &before.lf, content);
+                let line_diff = LineDiff::compute(&before.lf, content);
+                let new_raw = text::splice_line_endings(&before.raw, content, &line_diff);
                 let new = text::encode(&new_raw, &before.encoding);
                 let shown = move_to.as_deref().unwrap_or(path);
-                let mut diff = text::text_change(shown, &before.lf, content);
+                let mut diff = text::TextChange::new(shown, &line_diff);
                 if move_to.is_some() && !diff.diff.is_empty() {
                     diff.diff =
                         diff.diff

@@ -3,7 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tackle_core::{AnyTool, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, Tool, ToolFailure, thousands};
+use tackle_edit::diff::{LineDiff, Splice, compose};
 use tackle_edit::replace::{EditError, Strategy, replace};
 
 use super::read::missing_with_suggestions;
@@ -17,10 +18,13 @@ const EDIT_DESCRIPTION: &str = "Replace text in a file.\n\
 - oldString must match the file's text, including indentation; copy it from a fresh read, \
 without the line-number prefix. Give enough surrounding lines to make it unique, or set \
 replaceAll to change every occurrence.\n\
-- If no exact match exists, tolerant matching (trimmed lines, shifted indentation, …) is tried; \
-the result names the strategy used. A match is refused when it is ambiguous or much larger than \
-oldString.\n\
-- newString is inserted exactly as given.\n\
+- If no exact match exists, tolerant matching is tried: shifted indentation, trimmed lines, \
+collapsed whitespace, escaped text, a missing trailing `;` or `,`, extra blank lines. Every \
+quoted line must still equal its file line that way, or the edit is refused and the closest \
+region is shown. Lines you quote but leave unchanged keep the file's exact text; the result \
+names the strategy used.\n\
+- newString is inserted as given; after a tolerant match, the lines it changes are re-indented \
+to fit the file.\n\
 - An empty oldString creates a new file with newString as its content.\n\
 - The file must have been read in this session and not changed since. It keeps its BOM, line \
 endings and permissions.";
@@ -233,9 +237,16 @@ async fn apply(
     let old_lf = text::to_lf(&before.raw);
     let mut current = old_lf.clone();
     let mut matches = Vec::with_capacity(edits.len());
+    // What changed so far, as byte spans of `old_lf` and `current`: the diff is built from
+    // them, never from a whole-file diff.
+    let mut splices: Vec<Splice> = Vec::new();
     for (index, edit) in edits.iter().enumerate() {
         if index == 0 && before.bytes.is_none() {
             current = text::to_lf(&edit.new_string);
+            splices = vec![Splice {
+                old: 0..0,
+                new: 0..current.len(),
+            }];
             matches.push(None);
             continue;
         }
@@ -251,19 +262,25 @@ async fn apply(
             replacements: replaced.replacements,
             first_line: replaced.first_line,
         }));
+        splices = if splices.is_empty() {
+            replaced.splices
+        } else {
+            compose(&splices, &replaced.splices)
+        };
         current = replaced.content;
     }
+    let line_diff = LineDiff::from_splices(&old_lf, &current, &splices);
     let new_raw = match &before.bytes {
-        Some(_) => text::splice_line_endings(&before.raw, &old_lf, &current),
+        Some(_) => text::splice_line_endings(&before.raw, &current, &line_diff),
         // A created file follows the line endings of the text that created it.
-        None => text::splice_line_endings(
-            &edits[0].new_string,
-            &text::to_lf(&edits[0].new_string),
-            &current,
-        ),
+        None => {
+            let created = text::to_lf(&edits[0].new_string);
+            let later = LineDiff::compute(&created, &current);
+            text::splice_line_endings(&edits[0].new_string, &current, &later)
+        }
     };
     let bytes = text::encode(&new_raw, &before.encoding);
-    let change = text::text_change(&name, &old_lf, &current);
+    let change = text::TextChange::new(&name, &line_diff);
 
     env.gate
         .ask(
@@ -323,7 +340,8 @@ fn summary(
     };
     out.push_str(&format!(
         " (+{} -{} lines).",
-        change.additions, change.deletions
+        thousands(change.additions),
+        thousands(change.deletions)
     ));
     let many = matches.len() > 1;
     let mut tolerant = false;

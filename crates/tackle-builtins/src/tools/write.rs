@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tackle_core::{AnyTool, Context, Tool, ToolFailure};
+use tackle_edit::diff::LineDiff;
 
 use super::{ToolEnv, failure};
 use crate::fs::{FsError, PathGuard};
@@ -80,14 +81,18 @@ async fn write(env: &ToolEnv, cx: &Context, input: WriteInput) -> Result<WriteOu
         None => ("", Encoding::Utf8),
     };
     let old_lf = text::to_lf(old_raw);
+    let new_lf = text::to_lf(&input.content);
+    // Nothing is known about what changed: a bounded diff (common ends skipped, a deadline on
+    // the middle), never a quadratic one.
+    let line_diff = LineDiff::compute(&old_lf, &new_lf);
     // Content without carriage returns follows the file's own line endings.
     let new_raw = if previous.is_some() && !input.content.contains('\r') {
-        text::splice_line_endings(old_raw, &old_lf, &input.content)
+        text::splice_line_endings(old_raw, &input.content, &line_diff)
     } else {
         input.content.clone()
     };
     let bytes = text::encode(&new_raw, &encoding);
-    let change = text::text_change(&name, &old_lf, &text::to_lf(&input.content));
+    let change = text::TextChange::new(&name, &line_diff);
 
     env.gate
         .ask(
@@ -105,7 +110,7 @@ async fn write(env: &ToolEnv, cx: &Context, input: WriteInput) -> Result<WriteOu
     let output = if old.is_none() {
         format!(
             "Created {name} ({} line{}).",
-            text::count_lines(&input.content),
+            tackle_core::thousands(text::count_lines(&input.content)),
             if text::count_lines(&input.content) == 1 {
                 ""
             } else {
@@ -117,7 +122,8 @@ async fn write(env: &ToolEnv, cx: &Context, input: WriteInput) -> Result<WriteOu
     } else {
         format!(
             "Wrote {name} (+{} -{} lines).",
-            change.additions, change.deletions
+            tackle_core::thousands(change.additions),
+            tackle_core::thousands(change.deletions)
         )
     };
     Ok(WriteOutput {

@@ -31,8 +31,13 @@ fn shown(line: &str) -> String {
     }
 }
 
+/// Whether a line is a marker: it starts with `***`, or, once trimmed, it is one of the
+/// grammar's markers (models indent them; codex accepts that too).
 fn is_marker(line: &str) -> bool {
-    line.starts_with("***")
+    line.starts_with("***") || {
+        let t = line.trim();
+        [ADD, DELETE, UPDATE, MOVE].iter().any(|m| t.starts_with(m)) || t == END_OF_FILE || t == END
+    }
 }
 
 /// The delimiter of a heredoc opener such as `cat <<'EOF'`, if `line` is one.
@@ -128,10 +133,17 @@ pub(super) fn parse(text: &str) -> Result<Patch, PatchError> {
             format!("expected '{BEGIN}' as the first line, got {}", shown(first)),
         ));
     }
+    // The last non-blank line ends the patch when it trims to the end marker, whatever its
+    // indentation; without one, the parser reports the missing end.
+    let (body, ended) = match body.split_last() {
+        Some((&(_, last), rest)) if last.trim() == END => (rest, true),
+        _ => (body, false),
+    };
     let mut parser = Parser {
         lines: body,
         pos: 0,
         last_number: lines.last().map_or(1, |(n, _)| *n),
+        ended,
     };
     let operations = parser.operations()?;
     if operations.is_empty() {
@@ -144,6 +156,8 @@ struct Parser<'s, 'a> {
     lines: &'s [Line<'a>],
     pos: usize,
     last_number: usize,
+    /// Whether the text's last line was the end marker (already removed from `lines`).
+    ended: bool,
 }
 
 impl<'a> Parser<'_, 'a> {
@@ -168,13 +182,16 @@ impl<'a> Parser<'_, 'a> {
         let mut operations = Vec::new();
         loop {
             let Some((number, line)) = self.peek() else {
+                if self.ended {
+                    return Ok(operations);
+                }
                 return Err(error(
                     self.last_number + 1,
                     format!("reached the end of the patch without '{END}'"),
                 ));
             };
             self.pos += 1;
-            let marker = line.trim_end();
+            let marker = line.trim();
             if marker == END {
                 if let Some(&(n, l)) = self.lines[self.pos..]
                     .iter()
@@ -243,9 +260,9 @@ impl<'a> Parser<'_, 'a> {
     fn update(&mut self, header_number: usize, path: String) -> Result<Operation, PatchError> {
         let mut move_to = None;
         if let Some((number, line)) = self.peek()
-            && line.starts_with(MOVE)
+            && line.trim_start().starts_with(MOVE)
         {
-            move_to = Some(path_after(number, line.trim_end(), MOVE)?);
+            move_to = Some(path_after(number, line.trim(), MOVE)?);
             self.pos += 1;
         }
         let mut chunks = Vec::new();
@@ -257,7 +274,7 @@ impl<'a> Parser<'_, 'a> {
                 // The header of the first chunk may be omitted.
                 None
             } else if is_marker(line) {
-                if line.trim_end() == END_OF_FILE {
+                if line.trim() == END_OF_FILE {
                     return Err(error(
                         number,
                         format!("'{END_OF_FILE}' must end a chunk of '-', '+' or ' ' lines"),
@@ -309,7 +326,7 @@ impl<'a> Parser<'_, 'a> {
                 break;
             }
             if is_marker(line) {
-                if line.trim_end() == END_OF_FILE {
+                if line.trim() == END_OF_FILE {
                     self.pos += 1;
                     chunk.end_of_file = true;
                 }

@@ -62,6 +62,40 @@ fn begin_and_end_markers_are_required() {
 }
 
 #[test]
+fn indented_markers_are_read_as_markers() {
+    // An indented operation header, Move to and End of File, and an indented last End Patch.
+    let text = "*** Begin Patch\n  *** Update File: a.txt\n  *** Move to: b.txt\n@@\n-one\n+two\n \
+                *** End of File\n\t*** Add File: c.txt\n+new\n *** End Patch\n\n";
+    let changes = plan(text, &[("a.txt", "one\n")]).unwrap();
+    assert_eq!(
+        changes,
+        [
+            FileChange::Update {
+                path: "a.txt".into(),
+                move_to: Some("b.txt".into()),
+                content: "two\n".into(),
+                fuzz: vec![MatchLevel::Exact],
+            },
+            FileChange::Create {
+                path: "c.txt".into(),
+                content: "new\n".into(),
+            },
+        ]
+    );
+}
+
+#[test]
+fn an_indented_end_marker_is_not_taken_for_context() {
+    let text = "*** Begin Patch\n*** Update File: f.txt\n@@\n-one\n+two\n *** End Patch";
+    assert!(plan(text, &[("f.txt", "one\n")]).is_ok());
+    // An end marker that is not the last line is still text after the end.
+    let (line, message) = format_error(
+        "*** Begin Patch\n*** Delete File: a\n  *** End Patch\n*** Delete File: b\n*** End Patch",
+    );
+    assert_eq!(line, 4, "{message}");
+}
+
+#[test]
 fn empty_patch_is_refused() {
     assert_eq!(
         parse_patch("*** Begin Patch\n*** End Patch"),

@@ -51,6 +51,11 @@ pub(super) struct Query<'a> {
 }
 
 impl<'a> Query<'a> {
+    /// Whether `old` ended with a newline (so a whole-line span includes the last one).
+    pub(super) fn ends_with_newline(&self) -> bool {
+        self.newline
+    }
+
     pub(super) fn new(text: &'a str) -> Self {
         let newline = text.ends_with('\n');
         let body = if newline {
@@ -81,9 +86,13 @@ pub(super) struct Candidate {
 
 /// Every occurrence of `needle`, overlapping ones included.
 pub(super) fn exact(hay: &str, needle: &str) -> Vec<Candidate> {
+    // One searcher for the whole scan: a `str::find` per occurrence would set up a new one each
+    // time, which dominated `replaceAll` over thousands of occurrences.
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    let bytes = hay.as_bytes();
     let mut out = Vec::new();
     let mut from = 0;
-    while let Some(p) = hay[from..].find(needle) {
+    while let Some(p) = finder.find(&bytes[from..]) {
         let start = from + p;
         out.push(Candidate {
             start,
@@ -109,10 +118,13 @@ pub(super) fn find(strategy: Strategy, doc: &Doc<'_>, q: &Query<'_>) -> Vec<Cand
         Strategy::WhitespaceNormalized => whitespace_normalized(doc, q),
         Strategy::TrimmedBoundary => {
             let t = q.text.trim();
-            if t.len() == q.text.len() {
+            // Several lines are the whole-line rungs' to match, so that lines the model kept
+            // keep their bytes; within a line, the quote's frame must hold.
+            if t.len() == q.text.len() || t.contains('\n') {
                 Vec::new()
             } else {
-                exact(doc.text, t)
+                let found = on_token_boundaries(doc.text, exact(doc.text, t));
+                as_whole_lines(doc, q, framed_like(q.text, doc.text, found))
             }
         }
         Strategy::EscapeNormalized => {
@@ -120,13 +132,78 @@ pub(super) fn find(strategy: Strategy, doc: &Doc<'_>, q: &Query<'_>) -> Vec<Cand
             if u == q.text || u.trim().is_empty() {
                 Vec::new()
             } else {
-                exact(doc.text, &u)
+                on_token_boundaries(doc.text, exact(doc.text, &u))
             }
         }
-        Strategy::ContextAware => context_aware(doc, q),
-        Strategy::BlockAnchor => block_anchor(doc, q),
+        Strategy::LineNormalized => line_normalized(doc, q),
         Strategy::Simple | Strategy::MultiOccurrence => exact(doc.text, q.text),
     }
+}
+
+/// Keeps the candidates framed the way `old` is: where the whitespace `old` starts (ends) with
+/// holds a newline, `old` claims a line boundary there, so only whitespace may stand between
+/// the candidate and the start (end) of its line. A quote of a whole line, `"let x = f()\n"`,
+/// never matches the front of `let x = f();`. Padding spaces claim nothing.
+fn framed_like(old: &str, text: &str, mut found: Vec<Candidate>) -> Vec<Candidate> {
+    let lead = old[..old.len() - old.trim_start().len()].contains('\n');
+    let trail = old[old.trim_end().len()..].contains('\n');
+    let blank = |s: &str| s.chars().all(char::is_whitespace);
+    found.retain(|c| {
+        let line_start = text[..c.start].rfind('\n').map_or(0, |nl| nl + 1);
+        let line_end = text[c.end..].find('\n').map_or(text.len(), |nl| c.end + nl);
+        (!lead || blank(&text[line_start..c.start])) && (!trail || blank(&text[c.end..line_end]))
+    });
+    found
+}
+
+/// Widens within-line candidates of a line-shaped quote (one holding a newline) that cover
+/// their whole line but for whitespace into whole-line candidates, so they are applied line by
+/// line: a line the model kept keeps the file's bytes, and `new`'s indentation is fitted to the
+/// file's instead of being added to it.
+fn as_whole_lines(doc: &Doc<'_>, q: &Query<'_>, found: Vec<Candidate>) -> Vec<Candidate> {
+    if !q.text.contains('\n') {
+        return found;
+    }
+    let text = doc.text;
+    let blank = |s: &str| s.chars().all(|c| c == ' ' || c == '\t');
+    found
+        .into_iter()
+        .map(|c| {
+            let line_start = text[..c.start].rfind('\n').map_or(0, |nl| nl + 1);
+            let line_end = text[c.end..].find('\n').map_or(text.len(), |nl| c.end + nl);
+            let single_line = !text[c.start..c.end].contains('\n');
+            if !(single_line && blank(&text[line_start..c.start]) && blank(&text[c.end..line_end]))
+            {
+                return c;
+            }
+            let end = if q.newline && line_end < text.len() {
+                line_end + 1
+            } else {
+                line_end
+            };
+            Candidate {
+                start: line_start,
+                end,
+                whole_lines: true,
+            }
+        })
+        .collect()
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Keeps the candidates that neither start nor end inside a run of identifier characters that
+/// continues outside them: a tolerant match of `max = 5` must not land inside `vmax = 50`.
+fn on_token_boundaries(text: &str, mut found: Vec<Candidate>) -> Vec<Candidate> {
+    let splits_word = |at: usize| {
+        let before = text[..at].chars().next_back();
+        let after = text[at..].chars().next();
+        before.is_some_and(is_word_char) && after.is_some_and(is_word_char)
+    };
+    found.retain(|c| !splits_word(c.start) && !splits_word(c.end));
+    found
 }
 
 /// Windows of exactly `old`'s line count whose first trimmed line matches and that pass `ok`.
@@ -233,7 +310,11 @@ fn whitespace_normalized(doc: &Doc<'_>, q: &Query<'_>) -> Vec<Candidate> {
             }
         }
     }
-    out
+    as_whole_lines(
+        doc,
+        q,
+        framed_like(q.text, doc.text, on_token_boundaries(doc.text, out)),
+    )
 }
 
 /// Match `tokens` at byte `s` of `line`, each separated by at least one whitespace character.
@@ -254,100 +335,73 @@ fn tokens_at(line: &str, s: usize, tokens: &[&str]) -> Option<usize> {
     Some(pos)
 }
 
-/// Anchors must be non-blank and at least one must carry a word, so `}` … `}` never anchors.
-fn anchors<'a>(q: &Query<'a>) -> Option<(&'a str, &'a str)> {
-    let m = q.lines.len();
-    if m < 3 {
-        return None;
+/// A trimmed line without one trailing `;` or `,`, and that mark.
+fn split_mark(line: &str) -> (&str, Option<char>) {
+    let t = line.trim();
+    match t.chars().next_back() {
+        Some(mark @ (';' | ',')) => (t[..t.len() - 1].trim_end(), Some(mark)),
+        _ => (t, None),
     }
-    let (first, last) = (q.trimmed[0], q.trimmed[m - 1]);
-    let wordy = |s: &str| s.chars().any(char::is_alphanumeric);
-    (!first.is_empty() && !last.is_empty() && (wordy(first) || wordy(last)))
-        .then_some((first, last))
 }
 
-fn context_aware(doc: &Doc<'_>, q: &Query<'_>) -> Vec<Candidate> {
-    let Some((_, last)) = anchors(q) else {
-        return Vec::new();
-    };
-    let m = q.lines.len();
-    windows(doc, q, |w| {
-        if w[m - 1].trim() != last {
-            return false;
-        }
-        let (mut compared, mut equal) = (0, 0);
-        for (a, b) in w[1..m - 1].iter().zip(&q.trimmed[1..m - 1]) {
-            let a = a.trim();
-            if a.is_empty() && b.is_empty() {
-                continue;
-            }
-            compared += 1;
-            equal += usize::from(a == *b);
-        }
-        compared == 0 || equal * 2 >= compared
-    })
+/// Lines equal once trimmed, with whitespace runs as one space, where one side may have a
+/// trailing `;` or `,` the other lacks (but not `;` against `,`).
+fn loosely_equal(file: &str, quoted: &str) -> bool {
+    let (a, mark_a) = split_mark(file);
+    let (b, mark_b) = split_mark(quoted);
+    (mark_a == mark_b || mark_a.is_none() || mark_b.is_none())
+        && a.split_whitespace().eq(b.split_whitespace())
 }
 
-/// Minimum mean similarity of middle lines when the block has `old`'s line count.
-const SAME_COUNT_SIMILARITY: f64 = 0.6;
-/// Minimum character similarity of the middle text when the line counts differ.
-const OTHER_COUNT_SIMILARITY: f64 = 0.7;
-
-fn block_anchor(doc: &Doc<'_>, q: &Query<'_>) -> Vec<Candidate> {
-    let Some((first, last)) = anchors(q) else {
+/// Every non-blank quoted line loosely equal to the next non-blank file line, in order; blank
+/// lines between them may differ in number. Blank lines the quote has before its first and
+/// after its last line are taken into the span where the file has them, never more.
+fn line_normalized(doc: &Doc<'_>, q: &Query<'_>) -> Vec<Candidate> {
+    let Some(first) = q.lines.iter().position(|l| !is_blank(l)) else {
         return Vec::new();
     };
-    let m = q.lines.len();
+    let last = q.lines.iter().rposition(|l| !is_blank(l)).unwrap_or(first);
+    let (lead_blank, trail_blank) = (first, q.lines.len() - 1 - last);
+    let core: Vec<&str> = q.lines[first..=last]
+        .iter()
+        .copied()
+        .filter(|l| !is_blank(l))
+        .collect();
     let n = doc.lines.len();
-    let tol = (m / 10).max(1);
     let mut out = Vec::new();
-    for i in (0..n).filter(|&i| doc.trimmed[i] == first) {
-        let mut best: Option<(f64, usize)> = None;
-        for count in m.saturating_sub(tol).max(3)..=m + tol {
-            if i + count > n || doc.trimmed[i + count - 1] != last {
-                continue;
-            }
-            let middle = &doc.trimmed[i + 1..i + count - 1];
-            let want = &q.trimmed[1..m - 1];
-            let (sim, floor) = if count == m {
-                (mean_line_similarity(middle, want), SAME_COUNT_SIMILARITY)
-            } else {
-                (
-                    text_similarity(&middle.join("\n"), &want.join("\n")),
-                    OTHER_COUNT_SIMILARITY,
-                )
-            };
-            let better = best
-                .is_none_or(|(s, c)| sim > s || (sim == s && count.abs_diff(m) < c.abs_diff(m)));
-            if sim >= floor && better {
-                best = Some((sim, count));
-            }
+    for start in 0..n {
+        if !loosely_equal(doc.lines[start], core[0]) {
+            continue;
         }
-        if let Some((_, count)) = best {
-            out.push(window(doc, q, i, count));
+        let mut at = start + 1;
+        let mut matched = true;
+        for quoted in &core[1..] {
+            while at < n && is_blank(doc.lines[at]) {
+                at += 1;
+            }
+            if at >= n || !loosely_equal(doc.lines[at], quoted) {
+                matched = false;
+                break;
+            }
+            at += 1;
+        }
+        if matched {
+            let before = doc.lines[..start]
+                .iter()
+                .rev()
+                .take(lead_blank)
+                .take_while(|l| is_blank(l))
+                .count();
+            let after = doc.lines[at..]
+                .iter()
+                .take(trail_blank)
+                .take_while(|l| is_blank(l))
+                .count();
+            let first_line = start - before;
+            out.push(window(doc, q, first_line, at + after - first_line));
         }
     }
     out
-}
-
-/// Mean per-line similarity of two equally long runs of trimmed lines (1.0 when empty).
-fn mean_line_similarity(a: &[&str], b: &[&str]) -> f64 {
-    if a.is_empty() {
-        return 1.0;
-    }
-    let total: f64 = a.iter().zip(b).map(|(x, y)| line_similarity(x, y)).sum();
-    total / a.len() as f64
-}
-
-/// Normalized Levenshtein similarity of two lines; long lines fall back to a diff ratio.
-pub(super) fn line_similarity(a: &str, b: &str) -> f64 {
-    if a == b {
-        return 1.0;
-    }
-    if a.len() > 400 || b.len() > 400 {
-        return text_similarity(a, b);
-    }
-    strsim::normalized_levenshtein(a, b)
 }
 
 /// Character-level similarity (2 × matched / total) with a time bound.
@@ -362,7 +416,7 @@ pub(super) fn text_similarity(a: &str, b: &str) -> f64 {
 }
 
 /// Undo one level of backslash escaping.
-fn unescape(s: &str) -> String {
+pub(super) fn unescape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars();
     while let Some(c) = chars.next() {
@@ -385,18 +439,48 @@ fn unescape(s: &str) -> String {
     out
 }
 
+/// `new` for an edit whose `old` matched only once unescaped: unescaped the same way, as is
+/// when it has no escapes, and `None` when it mixes escaped and raw forms of what `old` escaped.
+pub(super) fn unescape_new(old: &str, new: &str) -> Option<String> {
+    let unescaped = unescape(new);
+    if unescaped == new {
+        return Some(unescaped);
+    }
+    // The raw characters that `old` wrote as escapes.
+    let raw_forms = [
+        ("\\n", '\n'),
+        ("\\t", '\t'),
+        ("\\r", '\r'),
+        ("\\\"", '"'),
+        ("\\'", '\''),
+        ("\\`", '`'),
+    ];
+    let mixed = raw_forms.iter().any(|(escape, raw)| {
+        let new_without_escapes = new.replace("\\\\", "").replace(escape, "");
+        old.contains(escape) && new_without_escapes.contains(*raw)
+    });
+    (!mixed).then_some(unescaped)
+}
+
 fn lead(line: &str) -> &str {
     &line[..line.len() - line.trim_start().len()]
 }
 
-/// Re-indent `new` to fit the matched lines `file` (see the module documentation for the rule).
-pub(super) fn reindent(new: &str, q: &Query<'_>, file: &[&str]) -> String {
-    let to = common_indent(file.iter().copied());
-    let from = q.indent;
-    // Old indentation string -> file indentation string, `None` once contradicted.
-    let mut map: Vec<(&str, Option<&str>)> = Vec::new();
-    if file.len() == q.lines.len() {
-        for (o, f) in q.lines.iter().zip(file) {
+/// How `new`'s lines are re-indented to fit the matched file lines (see the module
+/// documentation for the rule).
+struct Reindent<'a> {
+    from: &'a str,
+    to: &'a str,
+    /// Quoted indentation -> file indentation, `None` once contradicted.
+    map: Vec<(&'a str, Option<&'a str>)>,
+}
+
+impl<'a> Reindent<'a> {
+    fn new(q: &Query<'a>, file: &[&'a str], pairs: &[Pair]) -> Self {
+        let mut map: Vec<(&str, Option<&str>)> = Vec::new();
+        for pair in pairs {
+            let Pair::Both(qi, fi) = *pair else { continue };
+            let (o, f) = (q.lines[qi], file[fi]);
             if is_blank(o) || is_blank(f) {
                 continue;
             }
@@ -407,26 +491,131 @@ pub(super) fn reindent(new: &str, q: &Query<'_>, file: &[&str]) -> String {
                 None => map.push((lo, Some(lf))),
             }
         }
+        Reindent {
+            from: q.indent,
+            to: common_indent(file.iter().copied()),
+            map,
+        }
     }
-    if from == to && map.iter().all(|(k, v)| *v == Some(*k)) {
-        return new.to_string();
+
+    fn line(&self, line: &str) -> String {
+        if is_blank(line) {
+            return line.to_owned();
+        }
+        let l = lead(line);
+        if let Some((_, Some(v))) = self.map.iter().find(|(k, _)| *k == l) {
+            return format!("{v}{}", &line[l.len()..]);
+        }
+        match line.strip_prefix(self.from) {
+            Some(rest) => format!("{}{rest}", self.to),
+            None => line.to_owned(),
+        }
     }
-    new.split('\n')
-        .map(|line| {
-            if is_blank(line) {
-                return line.to_string();
+}
+
+/// How a quoted line and a matched file line correspond.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pair {
+    /// Quoted line `.0` matched file line `.1`.
+    Both(usize, usize),
+    /// A blank quoted line the file does not have.
+    QuoteOnly(usize),
+    /// A blank file line the quote does not have.
+    FileOnly(usize),
+}
+
+/// Pairs the quoted lines with the matched file lines: in order, blank lines paired when both
+/// sides have one, otherwise left unpaired. The rungs guarantee the non-blank lines pair up.
+fn pair_lines(quoted: &[&str], file: &[&str]) -> Vec<Pair> {
+    let (mut qi, mut fi) = (0, 0);
+    let mut pairs = Vec::with_capacity(quoted.len().max(file.len()));
+    while qi < quoted.len() || fi < file.len() {
+        let q_blank = quoted.get(qi).is_some_and(|l| is_blank(l));
+        let f_blank = file.get(fi).is_some_and(|l| is_blank(l));
+        if qi < quoted.len() && fi < file.len() && q_blank == f_blank {
+            pairs.push(Pair::Both(qi, fi));
+            qi += 1;
+            fi += 1;
+        } else if q_blank || fi >= file.len() {
+            pairs.push(Pair::QuoteOnly(qi));
+            qi += 1;
+        } else {
+            pairs.push(Pair::FileOnly(fi));
+            fi += 1;
+        }
+    }
+    pairs
+}
+
+/// The text that replaces a whole-line tolerant match: the change from `old` (the quote) to
+/// `new`, applied to the file's lines. A line the model left as it quoted it keeps the file's
+/// bytes; lines it changed or added are re-indented to fit; lines it removed go. So a tolerant
+/// match never rewrites a line the model did not change.
+pub(super) fn splice_lines(q: &Query<'_>, file: &[&str], new: &str) -> String {
+    let (body, terminated) = match (q.newline, new.strip_suffix('\n')) {
+        (true, Some(body)) => (Some(body), true),
+        (true, None) if new.is_empty() => (None, false),
+        _ => (Some(new), false),
+    };
+    let new_lines: Vec<&str> = body.map_or_else(Vec::new, |b| b.split('\n').collect());
+    let pairs = pair_lines(&q.lines, file);
+    let reindent = Reindent::new(q, file, &pairs);
+
+    let mut keep = vec![true; q.lines.len()];
+    let mut inserted: Vec<Vec<&str>> = vec![Vec::new(); q.lines.len() + 1];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    // Positions come from the ops' lengths: similar's index for the other side of a delete or
+    // an insert is not always the cursor's.
+    let (mut at_old, mut at_new) = (0, 0);
+    for op in similar::capture_diff_slices_deadline(
+        similar::Algorithm::Myers,
+        &q.lines,
+        &new_lines,
+        Some(deadline),
+    ) {
+        let (old_len, new_len) = (op.old_range().len(), op.new_range().len());
+        if op.tag() != similar::DiffTag::Equal {
+            keep[at_old..at_old + old_len]
+                .iter_mut()
+                .for_each(|k| *k = false);
+            inserted[at_old].extend_from_slice(&new_lines[at_new..at_new + new_len]);
+        }
+        at_old += old_len;
+        at_new += new_len;
+    }
+
+    // The nearest quoted line on each side of every pair, to place unquoted blank lines.
+    let quoted_at = |p: &Pair| match *p {
+        Pair::Both(qi, _) | Pair::QuoteOnly(qi) => Some(qi),
+        Pair::FileOnly(_) => None,
+    };
+    let mut out: Vec<String> = Vec::with_capacity(new_lines.len() + file.len());
+    let mut previous: Option<usize> = None;
+    for (index, pair) in pairs.iter().enumerate() {
+        match *pair {
+            Pair::Both(qi, _) | Pair::QuoteOnly(qi) => {
+                out.extend(inserted[qi].iter().map(|l| reindent.line(l)));
+                if let (true, Pair::Both(_, fi)) = (keep[qi], pair) {
+                    out.push(file[*fi].to_owned());
+                }
+                previous = Some(qi);
             }
-            let l = lead(line);
-            if let Some((_, Some(v))) = map.iter().find(|(k, _)| *k == l) {
-                return format!("{v}{}", &line[l.len()..]);
+            Pair::FileOnly(fi) => {
+                // A blank line the model never saw goes only with the lines around it.
+                let next = pairs[index..].iter().find_map(quoted_at);
+                let removed = |qi: Option<usize>| qi.is_some_and(|qi| !keep[qi]);
+                if !(removed(previous) && removed(next)) {
+                    out.push(file[fi].to_owned());
+                }
             }
-            match line.strip_prefix(from) {
-                Some(rest) => format!("{to}{rest}"),
-                None => line.to_string(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+        }
+    }
+    out.extend(inserted[q.lines.len()].iter().map(|l| reindent.line(l)));
+    let mut text = out.join("\n");
+    if terminated && !(out.is_empty() && new_lines.is_empty()) {
+        text.push('\n');
+    }
+    text
 }
 
 /// Remove from `new` the leading and trailing whitespace that `old` had, where `new` has it too.

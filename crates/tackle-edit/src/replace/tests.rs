@@ -350,44 +350,113 @@ const CASES: &[Case] = &[
         false,
         Ok("c\n", EscapeNormalized, 1, 1),
     ),
-    // Context-aware.
+    // Line-normalized: a trailing `;`/`,` drift and blank lines that differ in number.
     case(
-        "half the middle lines equal",
-        FN_RUN,
-        "fn run() {\n    let a = 1;\n    let b = 2;\n    totally_other_thing();\n    something_else_here(1, 2);\n}",
-        "fn run() {\n    go();\n}",
-        false,
-        Ok("fn run() {\n    go();\n}\n", ContextAware, 1, 1),
-    ),
-    // Block anchor.
-    case(
-        "similar middle lines",
-        FN_TOTAL,
-        "fn total(items: &[u32]) -> u32 {\n    let mut summ = 0;\n    for i in items { summ += i; }\n    summ\n}",
-        "fn total(items: &[u32]) -> u32 {\n    items.iter().sum()\n}",
+        "missing semicolons keep the file's",
+        "fn run() {\n    let a = 1;\n    go(a);\n}\n",
+        "fn run() {\n    let a = 1\n    go(a)\n}",
+        "fn run() {\n    let a = 1\n    go(a + 1);\n}",
         false,
         Ok(
-            "fn total(items: &[u32]) -> u32 {\n    items.iter().sum()\n}\n",
-            BlockAnchor,
+            "fn run() {\n    let a = 1;\n    go(a + 1);\n}\n",
+            LineNormalized,
             1,
             1,
         ),
     ),
     case(
-        "one extra line in the file",
+        "an extra blank line in the file is kept",
         "// head\nfn a() {\n    let x = 1;\n\n    x + 1\n}\n",
+        "fn a() {\n    let x = 1;\n    x + 1\n}",
+        "fn a() {\n    let x = 2;\n    x + 1\n}",
+        false,
+        Ok(
+            "// head\nfn a() {\n    let x = 2;\n\n    x + 1\n}\n",
+            LineNormalized,
+            1,
+            2,
+        ),
+    ),
+    case(
+        "a blank line only in the quote",
+        "a = 1\nb = 2\n",
+        "a = 1\n\nb  =  2\n",
+        "a = 1\n\nb = 3\n",
+        false,
+        Ok("a = 1\nb = 3\n", LineNormalized, 1, 1),
+    ),
+    case(
+        "comma against semicolon is refused",
+        "call(a);\nnext(b);\n",
+        "call(a),\nnext(b);",
+        "x",
+        false,
+        NotFound(Some((1, 2))),
+    ),
+    case(
+        "ambiguous normalized blocks",
+        "f(a);\ng(b);\nf(a);\ng(b);\n",
+        "f(a)\ng(b)",
+        "h()",
+        false,
+        Ambiguous(&[1, 3]),
+    ),
+    // Matches the old ladder accepted and the safety law refuses.
+    case(
+        "half the middle lines equal is refused",
+        FN_RUN,
+        "fn run() {\n    let a = 1;\n    let b = 2;\n    totally_other_thing();\n    something_else_here(1, 2);\n}",
+        "fn run() {\n    go();\n}",
+        false,
+        NotFound(Some((1, 6))),
+    ),
+    case(
+        "similar middle lines are refused",
+        FN_TOTAL,
+        "fn total(items: &[u32]) -> u32 {\n    let mut summ = 0;\n    for i in items { summ += i; }\n    summ\n}",
+        "fn total(items: &[u32]) -> u32 {\n    items.iter().sum()\n}",
+        false,
+        NotFound(Some((1, 5))),
+    ),
+    case(
+        "one extra non-blank line in the file is refused",
+        "// head\nfn a() {\n    let x = 1;\n    log(x);\n    x + 1\n}\n",
         "fn a() {\n    let x = 1;\n    x + 1\n}",
         "fn a() {\n    2\n}",
         false,
-        Ok("// head\nfn a() {\n    2\n}\n", BlockAnchor, 1, 2),
+        NotFound(Some((2, 5))),
     ),
     case(
-        "ambiguous block anchor",
-        "fn f(a: u8) {\n    let y = a + 1;\n}\nfn f(a: u8) {\n    let y = a + 2;\n}\n",
-        "fn f(a: u8) {\n    let y = a + 3;\n}",
-        "",
+        "whitespace match inside an identifier is refused",
+        "let vmax  = 50;\n",
+        "max = 5",
+        "max = 6",
         false,
-        Ambiguous(&[1, 4]),
+        NotFound(None),
+    ),
+    case(
+        "trimmed match inside an identifier is refused",
+        "let vmax = 50;\n",
+        " max = 5 ",
+        "max = 6",
+        false,
+        NotFound(None),
+    ),
+    case(
+        "whitespace match on token boundaries is kept",
+        "let max  = 5;\n",
+        "max = 5",
+        "max = 6",
+        false,
+        Ok("let max = 6;\n", WhitespaceNormalized, 1, 1),
+    ),
+    case(
+        "escaped newlines unescape newString too",
+        "first();\nsecond();\n",
+        "first();\\nsecond();",
+        "first();\\nthird();",
+        false,
+        Ok("first();\nthird();\n", EscapeNormalized, 1, 1),
     ),
     // Refusals.
     case(
@@ -517,6 +586,63 @@ fn table() {
 }
 
 #[test]
+fn escaped_old_with_a_mixed_new_is_refused() {
+    let content = "say(\"hi\");\nnext();\n";
+    // oldString escapes quotes and the newline; newString has a raw newline and escaped quotes.
+    let e = replace(
+        content,
+        "say(\\\"hi\\\");\\nnext();",
+        "say(\\\"bye\\\");\nnext();",
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(e, EditError::MixedEscapes);
+    assert!(e.to_string().contains("Nothing was changed"), "{e}");
+    // A newString with no escapes at all is written as given.
+    let r = replace(content, "say(\\\"hi\\\");", "say(\"bye\");", false).unwrap();
+    assert_eq!(r.content, "say(\"bye\");\nnext();\n");
+}
+
+#[test]
+fn a_misremembered_middle_line_is_refused_not_rewritten() {
+    // spec: LAW-TOLERANT-MATCH
+    let content = "alpha();\nreal_middle();\ngamma();\ndelta();\n";
+    let quote = "alpha();\nimagined_middle();\ngamma();\ndelta();";
+    let new = "alpha();\nimagined_middle();\ngamma();\nomega();";
+    let Err(EditError::NotFound { closest: Some(c) }) = replace(content, quote, new, false) else {
+        panic!("expected a refusal with the closest region");
+    };
+    assert_eq!((c.first_line, c.last_line), (1, 4));
+    assert!(c.diff.contains("+real_middle();"), "{}", c.diff);
+}
+
+#[test]
+fn lines_the_model_did_not_change_keep_the_file_bytes() {
+    // The quote drifts in whitespace and semicolons; only the changed line takes new's text.
+    let content = "fn f() {\n\tlet  a = 1;\n\tlet b = 2;\n\tuse_it(a, b);\n}\n";
+    let quote = "fn f() {\n    let a = 1\n    let b = 2\n    use_it(a, b)\n}";
+    let new = "fn f() {\n    let a = 1\n    let b = 3;\n    use_it(a, b)\n}";
+    let r = replace(content, quote, new, false).unwrap();
+    assert_eq!(r.strategy, LineNormalized);
+    assert_eq!(
+        r.content,
+        "fn f() {\n\tlet  a = 1;\n\tlet b = 3;\n\tuse_it(a, b);\n}\n"
+    );
+}
+
+#[test]
+fn splices_describe_every_replacement() {
+    let content = "a x\nb\nx c\n";
+    let r = replace(content, "x", "yy", true).unwrap();
+    assert_eq!(r.replacements, 2);
+    for s in &r.splices {
+        assert_eq!(&content[s.old.clone()], "x");
+        assert_eq!(&r.content[s.new.clone()], "yy");
+    }
+    assert_eq!(r.splices.len(), 2);
+}
+
+#[test]
 fn prefix_stripping_is_reported() {
     let r = replace("a\nb\n", "1\ta\n2\tb", "1\tx\n2\ty", false).unwrap();
     assert!(r.stripped_line_numbers);
@@ -609,12 +735,11 @@ fn strategy_names_are_stable() {
             "trimmed_boundary",
             "whitespace_normalized",
             "escape_normalized",
-            "context_aware",
-            "block_anchor",
+            "line_normalized",
             "multi_occurrence"
         ]
     );
-    assert!(Simple.is_exact() && MultiOccurrence.is_exact() && !BlockAnchor.is_exact());
+    assert!(Simple.is_exact() && MultiOccurrence.is_exact() && !LineNormalized.is_exact());
 }
 
 proptest! {
