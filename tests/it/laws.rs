@@ -23,8 +23,8 @@ use tackle_core::{
     OutcomeKind, OutputLimits, Tool, ToolFailure,
 };
 use tackle_registry::{
-    AllTools, Defect, Location, ModelErrorKind, Outcome, Registration, RegistrationId, Settlement,
-    SettlementConfig, ToolCall, ToolSet, Turn,
+    AllTools, Defect, Interruption, Location, ModelErrorKind, Outcome, Registration,
+    RegistrationId, Settlement, SettlementConfig, ToolCall, ToolSet, Turn,
 };
 use tackle_store::{MemoryJournal, MemoryOutputStore};
 use tokio::sync::Notify;
@@ -468,7 +468,7 @@ fn run_registry_model(ops: &[Op]) -> Result<(), TestCaseError> {
                     (Expected::Stale(_), Outcome::Error(e)) if e.kind == ModelErrorKind::Stale => {}
                     (Expected::Invalid(_), Outcome::Error(e))
                         if e.kind == ModelErrorKind::Invalid => {}
-                    (Expected::Interrupted(_), Outcome::Interrupted) => {}
+                    (Expected::Interrupted(_), Outcome::Interrupted(_)) => {}
                     (Expected::Success(c, text), Outcome::Success(output)) => {
                         let tag = &tools[&(*c, *name)].tag;
                         prop_assert_eq!(
@@ -1292,6 +1292,7 @@ fn listing_location(
     limits: Option<(OutputLimits, LimitsAt)>,
     listing: &Listing,
     projection: Projection,
+    seen: &Seen<Value>,
 ) -> (Location, Registration) {
     let mut config = SettlementConfig::new(store, h.journal.clone());
     match limits {
@@ -1317,9 +1318,10 @@ fn listing_location(
     });
     let record = match projection {
         Projection::Structured => ToolSet::new().with("list", tool),
-        Projection::Lines => ToolSet::new().with(
-            "list",
-            tool.with_projection(|_: &EchoInput, encoded: &Value| {
+        Projection::Lines => ToolSet::new().with("list", {
+            let seen = seen.clone();
+            tool.with_projection(move |_: &EchoInput, encoded: &Value| {
+                seen.lock().unwrap().push(encoded.clone());
                 encoded["lines"]
                     .as_array()
                     .into_iter()
@@ -1327,14 +1329,15 @@ fn listing_location(
                     .filter_map(Value::as_str)
                     .map(Content::text)
                     .collect()
-            }),
-        ),
-        Projection::Joined => ToolSet::new().with(
-            "list",
-            tool.with_projection(|_: &EchoInput, encoded: &Value| {
+            })
+        }),
+        Projection::Joined => ToolSet::new().with("list", {
+            let seen = seen.clone();
+            tool.with_projection(move |_: &EchoInput, encoded: &Value| {
+                seen.lock().unwrap().push(encoded.clone());
                 vec![Content::text(encoded.to_string())]
-            }),
-        ),
+            })
+        }),
     };
     let registration = location.register(record).unwrap();
     (location, registration)
@@ -1344,10 +1347,12 @@ proptest! {
     #![proptest_config(config())]
 
     // spec: LAW-STORAGE-ENCAPSULATION
-    /// LAW-STORAGE-ENCAPSULATION: The domain output (`ToolOutput::structured`) is the encoded tool
-    /// output whatever the limits (tiny ones force bounding and retention) and wherever they are
-    /// set (registry, agent, call); managed paths and IDs never appear in it. When retention fails,
-    /// the call fails operationally instead of publishing a lossy success.
+    /// LAW-STORAGE-ENCAPSULATION: the domain output (the encoded output the projection receives)
+    /// is the tool's output whatever the limits (tiny ones force bounding and retention) and
+    /// wherever they are set (registry, agent, call). The structured value the provider receives
+    /// is that output, whole, or nothing, in which case it is retained byte for byte; managed
+    /// paths and IDs never appear in it. When retention fails, the call fails operationally
+    /// instead of publishing a lossy success.
     #[test]
     fn law_storage_encapsulation_structured_output_ignores_bounding(
         lines in prop::collection::vec("[a-z ]{0,40}", 0..60),
@@ -1359,6 +1364,7 @@ proptest! {
     ) {
         let rt = runtime();
         let h = Harness::new();
+        let seen = Seen::<Value>::default();
         let listing = Listing { total: lines.len(), lines };
         let encoded = serde_json::to_value(&listing).unwrap();
         let limits = OutputLimits { max_lines, max_bytes, direction, ..OutputLimits::default() };
@@ -1375,22 +1381,37 @@ proptest! {
             }
         };
 
-        // Default limits: nothing here is large enough to be bounded.
-        let (roomy, _r1) = listing_location(&h, h.store.clone(), None, &listing, projection);
-        let reference = rt.block_on(roomy.materialize(AllTools).settle(cx("c0"), call()));
+        // Default limits everywhere: nothing here is large enough to be bounded.
+        let (roomy, _r1) =
+            listing_location(&h, h.store.clone(), None, &listing, projection, &seen);
+        let plain = ToolCall::new("list", r#"{"text":""}"#);
+        let reference = rt.block_on(roomy.materialize(AllTools).settle(cx("c0"), plain));
         let Outcome::Success(reference) = reference.outcome else {
             return Err(TestCaseError::fail(format!("{:?}", reference.outcome)));
         };
         prop_assert_eq!(&reference.structured, &encoded);
 
         // Generated (often tiny) limits.
-        let (tight, _r2) =
-            listing_location(&h, h.store.clone(), Some((limits, at)), &listing, projection);
+        let (tight, _r2) = listing_location(
+            &h, h.store.clone(), Some((limits, at)), &listing, projection, &seen,
+        );
         let bounded = rt.block_on(tight.materialize(AllTools).settle(cx("c1"), call()));
         let Outcome::Success(output) = &bounded.outcome else {
             return Err(TestCaseError::fail(format!("{:?}", bounded.outcome)));
         };
-        prop_assert_eq!(&output.structured, &encoded);
+        for received in seen.lock().unwrap().iter() {
+            prop_assert_eq!(received, &encoded, "the projection saw another output");
+        }
+        if output.structured.is_null() {
+            let pretty = serde_json::to_vec_pretty(&encoded).unwrap();
+            let kept = bounded
+                .managed
+                .iter()
+                .any(|managed| h.store.get(&managed.id).as_deref() == Some(&pretty[..]));
+            prop_assert!(kept, "the structured output was neither sent nor retained");
+        } else {
+            prop_assert_eq!(&output.structured, &encoded);
+        }
         let structured_text = serde_json::to_string(&output.structured).unwrap();
         for managed in &bounded.managed {
             let path = managed.path.to_string_lossy();
@@ -1404,7 +1425,8 @@ proptest! {
 
         // The same limits with a store that cannot retain.
         let failing = Arc::new(MemoryOutputStore::failing("disk full"));
-        let (broken, _r3) = listing_location(&h, failing, Some((limits, at)), &listing, projection);
+        let (broken, _r3) =
+            listing_location(&h, failing, Some((limits, at)), &listing, projection, &seen);
         let s = rt.block_on(broken.materialize(AllTools).settle(cx("c2"), call()));
         if bounded.managed.is_empty() {
             prop_assert_eq!(&s.outcome, &bounded.outcome);
@@ -1758,7 +1780,7 @@ proptest! {
                 tokio::join!(turn.settle(context, call), cancel).0
             }),
         };
-        prop_assert_eq!(&s.outcome, &Outcome::Interrupted);
+        prop_assert_eq!(&s.outcome, &Outcome::Interrupted(Interruption::Cancelled));
         prop_assert!(s.model_result().is_none());
         let record = h.journal.records().pop().unwrap();
         prop_assert_eq!(record.outcome, OutcomeKind::Interrupted);

@@ -134,16 +134,11 @@ impl Host {
             .map_err(|e| anyhow!(e))?;
         let with_batch = !config.is_disabled("batch") && !overridden.iter().any(|n| n == "batch");
         let batch_set = if with_batch {
-            let offer = offer.clone();
             ToolSet::new().with(
                 "batch",
-                batch_tool(
-                    &location,
-                    move |name: &str, definition: &ToolDefinition| offer(name, definition),
-                    BatchOptions {
-                        allowed: Some(batchable.clone()),
-                    },
-                ),
+                batch_tool(BatchOptions {
+                    allowed: Some(batchable.clone()),
+                }),
             )
         } else {
             ToolSet::new()

@@ -36,7 +36,7 @@ fn content_line(content: &Content) -> String {
 pub(crate) fn operational_problem(settlement: &Settlement) -> Option<String> {
     match &settlement.outcome {
         Outcome::Success(_) | Outcome::Error(_) => None,
-        Outcome::Interrupted => Some(format!("{settlement}: the call was interrupted")),
+        Outcome::Interrupted(why) => Some(format!("{settlement}: the call was interrupted: {why}")),
         Outcome::Defect(defect) => Some(format!("{settlement}: {defect}")),
     }
 }
