@@ -1196,3 +1196,43 @@ async fn interrupted_call_with_a_huge_would_be_output_retains_nothing() {
     }
     assert_eq!(h.journal.records().len(), 2);
 }
+
+// spec: LAW-BOUNDED-OUTPUT
+#[tokio::test]
+async fn an_image_read_is_sent_and_stored_once_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend((0..30_000u32).map(|i| (i * 7 % 251) as u8));
+    std::fs::write(dir.path().join("shot.png"), &png).unwrap();
+    let h = Harness::new();
+    let env = tackle_builtins::ToolEnv::new(tackle_builtins::LocationFs::new(dir.path()).unwrap());
+    let location = h.location(dir.path().to_str().unwrap());
+    let _tools = location
+        .register(
+            tackle_builtins::file_tools(&env)
+                .into_iter()
+                .collect::<ToolSet>(),
+        )
+        .unwrap();
+    let limits = LimitsOverride {
+        max_bytes: Some(1_024),
+        max_media_bytes: Some(1_024),
+        ..LimitsOverride::default()
+    };
+    let s = location
+        .materialize(AllTools)
+        .settle(
+            cx("c1"),
+            ToolCall::new("read", r#"{"filePath": "shot.png"}"#).with_limits(limits),
+        )
+        .await;
+    let result = s.model_result().unwrap();
+    assert!(!result.is_error, "{result:?}");
+    let sent = serde_json::to_string(&result).unwrap();
+    assert!(sent.len() < 1_300, "{} bytes sent: {sent}", sent.len());
+    // The image is kept once, as its bytes; the journal holds what was sent.
+    assert_eq!(s.managed.len(), 1, "{:?}", s.managed);
+    assert_eq!(h.store.get(&s.managed[0].id).as_deref(), Some(&png[..]));
+    let record = h.journal.records().pop().unwrap();
+    assert_eq!(record.model_result.as_deref(), Some(sent.as_str()));
+}

@@ -718,7 +718,7 @@ fn omit_duplicates(output: &mut ToolOutput) {
     }
     fn walk(value: &mut Value, media: &[&str]) {
         match value {
-            Value::String(text) if media.iter().any(|data| *data == text.as_str()) => {
+            Value::String(text) if media.contains(&text.as_str()) => {
                 *text = MEDIA_DATA_OMITTED.to_owned();
             }
             Value::Array(items) => items.iter_mut().for_each(|item| walk(item, media)),

@@ -38,13 +38,30 @@ pub struct Context {
     inner: Arc<ContextInner>,
 }
 
-#[derive(Clone)]
 struct ContextInner {
     identity: CallIdentity,
     cancellation: CancellationToken,
     progress: Option<mpsc::Sender<Progress>>,
     /// Set by settlement: where sub-calls settle and where their host-side outcomes are kept.
-    scope: Option<Arc<CallScope>>,
+    scope: Option<CallScope>,
+}
+
+impl Clone for ContextInner {
+    fn clone(&self) -> Self {
+        Self {
+            identity: self.identity.clone(),
+            cancellation: self.cancellation.clone(),
+            progress: self.progress.clone(),
+            scope: self.scope.as_ref().map(|scope| CallScope {
+                turn: scope.turn.clone(),
+                reports: Mutex::new(lock(&scope.reports).clone()),
+            }),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl std::fmt::Debug for ContextInner {
@@ -57,25 +74,11 @@ impl std::fmt::Debug for ContextInner {
 }
 
 /// What settlement attaches to the context of a running call.
-pub(crate) struct CallScope {
+struct CallScope {
     /// The turn the call was settled in, when it has one.
     turn: Option<Arc<dyn SubSettle>>,
     /// Sub-calls that ended in an interruption or a defect.
     reports: Mutex<Vec<SubCallReport>>,
-}
-
-impl CallScope {
-    pub(crate) fn new(turn: Option<Arc<dyn SubSettle>>) -> Self {
-        Self {
-            turn,
-            reports: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// The host-side outcomes of the sub-calls settled so far.
-    pub(crate) fn take_reports(&self) -> Vec<SubCallReport> {
-        std::mem::take(&mut *self.reports.lock().unwrap_or_else(PoisonError::into_inner))
-    }
 }
 
 /// Why [`Context::settle_sub`] could not settle a sub-call. Nothing ran.
@@ -102,14 +105,32 @@ impl Context {
         }
     }
 
-    /// The same context with `scope` attached, for the call settlement is about to run.
-    pub(crate) fn with_scope(self, scope: Arc<CallScope>) -> Self {
-        let inner = Arc::unwrap_or_clone(self.inner);
+    /// The context settlement runs a call with: this one, with the call's own scope (`turn`
+    /// for its sub-calls, and nothing reported yet). A context nobody else holds is reused.
+    pub(crate) fn for_settlement(mut self, turn: Option<Arc<dyn SubSettle>>) -> Self {
+        let scope = CallScope {
+            turn,
+            reports: Mutex::new(Vec::new()),
+        };
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.scope = Some(scope);
+            return self;
+        }
         Self {
             inner: Arc::new(ContextInner {
+                identity: self.inner.identity.clone(),
+                cancellation: self.inner.cancellation.clone(),
+                progress: self.inner.progress.clone(),
                 scope: Some(scope),
-                ..inner
             }),
+        }
+    }
+
+    /// The host-side outcomes of the sub-calls settled so far through this context.
+    pub(crate) fn take_sub_reports(&self) -> Vec<SubCallReport> {
+        match &self.inner.scope {
+            Some(scope) => std::mem::take(&mut *lock(&scope.reports)),
+            None => Vec::new(),
         }
     }
 
@@ -144,17 +165,13 @@ impl Context {
                 scope: None,
             }),
         };
-        let settlement = turn.settle(cx, call).await;
+        let settlement = turn.clone().settle(cx, call).await;
         if settlement.outcome.is_for_host() {
-            scope
-                .reports
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(SubCallReport {
-                    index,
-                    tool: settlement.tool.clone(),
-                    outcome: settlement.outcome.clone(),
-                });
+            lock(&scope.reports).push(SubCallReport {
+                index,
+                tool: settlement.tool.clone(),
+                outcome: settlement.outcome.clone(),
+            });
         }
         Ok(settlement)
     }

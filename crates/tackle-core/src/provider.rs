@@ -683,16 +683,7 @@ fn openai_node(node: &mut Value, path: &mut Path) -> Lower {
         }
     }
     map.insert("additionalProperties".to_owned(), Value::Bool(false));
-    let required: Vec<String> = map
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(|name| name.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let required = required_names(map);
     let properties = map
         .entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -707,6 +698,19 @@ fn openai_node(node: &mut Value, path: &mut Path) -> Lower {
     }
     map.insert("required".to_owned(), Value::Array(all));
     Ok(())
+}
+
+/// The names an object schema lists in `required`.
+pub(crate) fn required_names(map: &Map<String, Value>) -> Vec<String> {
+    map.get("required")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(|name| name.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Does `schema` accept `null`?

@@ -18,11 +18,13 @@ use serde_json::Value;
 use crate::bound::{LimitsOverride, OutputLimits, Recovery, bound_into};
 use crate::codec::Arguments;
 use crate::content::{Content, ToolOutput};
-use crate::context::{CallScope, Context};
+use crate::context::Context;
 use crate::ids::{AgentId, CallIdentity, RegistrationId};
 use crate::ports::{Journal, ManagedRef, OutcomeKind, OutputStore, PhaseTimings, SettlementRecord};
 use crate::provider::{Provider, restore_arguments};
-use crate::settlement::{Defect, ModelError, ModelErrorKind, Outcome, Settlement, ToolCall};
+use crate::settlement::{
+    Defect, ModelError, ModelErrorKind, Outcome, Settlement, SubCallReport, ToolCall,
+};
 use crate::tool::{AnyTool, InvocationOutcome, ToolDefinition};
 
 /// Settles calls on behalf of a running call: the turn that call was settled in.
@@ -31,7 +33,7 @@ use crate::tool::{AnyTool, InvocationOutcome, ToolDefinition};
 /// through [`Context::settle_sub`], which gives each sub-call its identity.
 pub trait SubSettle: Send + Sync + 'static {
     /// Settles `call` for `cx` against the captured turn.
-    fn settle(&self, cx: Context, call: ToolCall) -> BoxFuture<'static, Settlement>;
+    fn settle(self: Arc<Self>, cx: Context, call: ToolCall) -> BoxFuture<'static, Settlement>;
 
     /// The turn itself, for the registry that implemented it to recognise
     /// ([`Context::turn`]).
@@ -121,18 +123,45 @@ pub struct Settle<'a> {
     config: &'a SettlementConfig,
     recovery: &'a Recovery,
     dialect: Option<Provider>,
+    header: Header,
+    call_limits: LimitsOverride,
+    agent_limits: Option<LimitsOverride>,
+    started: Instant,
+}
+
+/// Who made a call and which name it called: what every record of it starts with.
+struct Header {
     identity: CallIdentity,
     tool: String,
-    call_limits: LimitsOverride,
-    started: Instant,
     started_at_ms: u64,
+}
+
+impl Header {
+    /// The journal record of this call, before its outcome is known in full.
+    fn record(
+        self,
+        registration: Option<RegistrationId>,
+        outcome: OutcomeKind,
+        timings: PhaseTimings,
+    ) -> SettlementRecord {
+        SettlementRecord {
+            identity: self.identity,
+            tool: self.tool,
+            registration: registration.map(RegistrationId::get),
+            outcome,
+            model_result: None,
+            managed: Vec::new(),
+            started_at_ms: self.started_at_ms,
+            timings,
+        }
+    }
 }
 
 impl fmt::Debug for Settle<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Settle")
-            .field("identity", &self.identity)
-            .field("tool", &self.tool)
+            .field("identity", &self.header.identity)
+            .field("tool", &self.header.tool)
             .field("dialect", &self.dialect)
             .finish_non_exhaustive()
     }
@@ -158,12 +187,20 @@ impl<'a> Settle<'a> {
             config,
             recovery,
             dialect,
-            identity: cx.identity().clone(),
-            tool: tool.into(),
+            header: Header {
+                identity: cx.identity().clone(),
+                tool: tool.into(),
+                started_at_ms,
+            },
             call_limits,
+            agent_limits: config.agent_limits.get(cx.agent()).copied(),
             started: Instant::now(),
-            started_at_ms,
         }
+    }
+
+    /// The name the call named.
+    pub fn tool(&self) -> &str {
+        &self.header.tool
     }
 
     /// Settles a call whose name did not resolve to a runnable registration (unknown, stale):
@@ -178,10 +215,19 @@ impl<'a> Settle<'a> {
             resolve: self.started.elapsed(),
             ..PhaseTimings::default()
         };
-        let managed = Arc::new(Mutex::new(Vec::new()));
+        let managed = Mutex::new(Vec::new());
         let outcome = self.model_error(kind, message, None, &managed).await;
-        self.finish(registration, outcome, Vec::new(), take(&managed), timings)
-            .await
+        let header = self.header.record(registration, outcome.kind(), timings);
+        let sub_calls = Vec::new();
+        finish(
+            self.config,
+            registration,
+            header,
+            outcome,
+            sub_calls,
+            take(&managed),
+        )
+        .await
     }
 
     /// Runs the resolved `tool` (registration `registration`, advertised as `definition`) with
@@ -202,58 +248,62 @@ impl<'a> Settle<'a> {
         cx: Context,
         turn: Option<Arc<dyn SubSettle>>,
     ) -> Settlement {
+        let Self {
+            config,
+            recovery,
+            dialect,
+            header,
+            call_limits,
+            agent_limits,
+            started,
+        } = self;
+        let limits = Limits {
+            config,
+            call: call_limits,
+            agent: agent_limits,
+        };
         let mut timings = PhaseTimings {
-            resolve: self.started.elapsed(),
+            resolve: started.elapsed(),
             ..PhaseTimings::default()
         };
-        let arguments = match self.dialect {
+        let arguments = match dialect {
             Some(dialect) => restore_arguments(dialect, &definition.input_schema, arguments),
             None => arguments,
         };
-        let scope = Arc::new(CallScope::new(turn));
-        let managed = Arc::new(Mutex::new(Vec::new()));
+        let cx = cx.for_settlement(turn);
         let mut unfinished = Unfinished {
-            journal: self.config.journal.clone(),
-            record: Some(self.record(Some(registration), OutcomeKind::Interrupted, timings)),
-            managed: managed.clone(),
+            journal: &config.journal,
+            record: Some(header.record(Some(registration), OutcomeKind::Interrupted, timings)),
+            managed: Mutex::new(Vec::new()),
         };
 
-        let invocation = tool
-            .run_invocation(arguments, cx.with_scope(scope.clone()))
-            .await;
+        let invocation = tool.run_invocation(arguments, cx.clone()).await;
         timings.decode = invocation.timings.decode;
         timings.execute = invocation.timings.execute;
         timings.encode = invocation.timings.encode;
         timings.project = invocation.timings.project;
-        unfinished.timings(timings);
 
-        let started = Instant::now();
+        let bounding = Instant::now();
         let preference = Some(&definition.output_limits);
+        let managed = &unfinished.managed;
         let outcome = match invocation.outcome {
             InvocationOutcome::Completed(output) => {
-                let limits = self.limits(preference);
-                match bound_into(
-                    output,
-                    &limits,
-                    &*self.config.store,
-                    self.recovery,
-                    &managed,
-                )
-                .await
-                {
+                let limits = limits.resolve(preference);
+                match bound_into(output, &limits, &*config.store, recovery, managed).await {
                     Ok(output) => Outcome::Success(output),
                     Err(error) => Outcome::Defect(Defect::Retention(error)),
                 }
             }
             InvocationOutcome::Failed(failure) => {
                 let text = failure.to_string();
-                self.model_error(ModelErrorKind::Failed, text, preference, &managed)
-                    .await
+                let kind = ModelErrorKind::Failed;
+                model_error(&limits, recovery, kind, text, preference, managed).await
             }
             InvocationOutcome::InvalidInput { message, .. } => {
-                let text = format!("Invalid arguments for tool `{}`:\n{message}", self.tool);
-                self.model_error(ModelErrorKind::Invalid, text, preference, &managed)
-                    .await
+                let name = unfinished.record.as_ref().map_or("", |r| r.tool.as_str());
+                let text = format!("Invalid arguments for tool `{name}`:\n{message}");
+                let kind = ModelErrorKind::Invalid;
+                model_error(&limits, recovery, kind, text, preference, managed).await
             }
             InvocationOutcome::InvalidOutput(message) => {
                 Outcome::Defect(Defect::InvalidOutput(message))
@@ -261,34 +311,23 @@ impl<'a> Settle<'a> {
             InvocationOutcome::Interrupted(interruption) => Outcome::Interrupted(interruption),
             InvocationOutcome::Panicked(message) => Outcome::Defect(Defect::Panicked(message)),
         };
-        timings.bound = started.elapsed();
-        unfinished.disarm();
-        let managed = take(&managed);
-        self.finish(
+        timings.bound = bounding.elapsed();
+        let (mut record, managed) = unfinished.disarm();
+        record.outcome = outcome.kind();
+        record.timings = timings;
+        let sub_calls = cx.take_sub_reports();
+        finish(
+            config,
             Some(registration),
+            record,
             outcome,
-            scope.take_reports(),
+            sub_calls,
             managed,
-            timings,
         )
         .await
     }
 
-    /// The limits for this call: registry defaults, then the tool's preference (when there is a
-    /// tool), then the agent's override, then the call's own.
-    fn limits(&self, tool_preference: Option<&LimitsOverride>) -> OutputLimits {
-        let mut limits = self.config.limits;
-        if let Some(preference) = tool_preference {
-            limits = limits.with(preference);
-        }
-        if let Some(agent) = self.config.agent_limits.get(&self.identity.agent) {
-            limits = limits.with(agent);
-        }
-        limits.with(&self.call_limits)
-    }
-
-    /// An error result for the model, bounded like any other model-facing output. A resolved
-    /// tool's own limit preference applies to its errors too.
+    /// An error result for the model, bounded like any other model-facing output.
     async fn model_error(
         &self,
         kind: ModelErrorKind,
@@ -296,79 +335,102 @@ impl<'a> Settle<'a> {
         tool_preference: Option<&LimitsOverride>,
         managed: &Mutex<Vec<ManagedRef>>,
     ) -> Outcome {
-        let limits = self.limits(tool_preference);
-        let output = ToolOutput {
-            content: vec![Content::text(text)],
-            structured: Value::Null,
+        let limits = Limits {
+            config: self.config,
+            call: self.call_limits,
+            agent: self.agent_limits,
         };
-        match bound_into(output, &limits, &*self.config.store, self.recovery, managed).await {
-            Ok(output) => Outcome::Error(ModelError {
-                kind,
-                content: output.content,
-            }),
-            Err(error) => Outcome::Defect(Defect::Retention(error)),
-        }
+        model_error(&limits, self.recovery, kind, text, tool_preference, managed).await
     }
+}
 
-    /// The journal record of this call, before its outcome is known in full.
-    fn record(
-        &self,
-        registration: Option<RegistrationId>,
-        outcome: OutcomeKind,
-        timings: PhaseTimings,
-    ) -> SettlementRecord {
-        SettlementRecord {
-            identity: self.identity.clone(),
-            tool: self.tool.clone(),
-            registration: registration.map(RegistrationId::get),
-            outcome,
-            model_result: None,
-            managed: Vec::new(),
-            started_at_ms: self.started_at_ms,
-            timings,
-        }
-    }
+/// The layers of limits a call's output is bounded by, but the tool's own.
+struct Limits<'a> {
+    config: &'a SettlementConfig,
+    call: LimitsOverride,
+    agent: Option<LimitsOverride>,
+}
 
-    async fn finish(
-        self,
-        registration: Option<RegistrationId>,
-        outcome: Outcome,
-        sub_calls: Vec<crate::settlement::SubCallReport>,
-        managed: Vec<ManagedRef>,
-        timings: PhaseTimings,
-    ) -> Settlement {
-        let kind = outcome.kind();
-        let mut record = self.record(registration, kind, timings);
-        let mut settlement = Settlement {
-            identity: self.identity,
-            tool: self.tool,
-            registration,
-            outcome,
-            sub_calls,
-            managed,
-            timings,
-        };
-        tracing::Span::current().record("outcome", kind.as_str());
-        tracing::debug!(
-            target: "tackle::settle",
-            resolve_us = timings.resolve.as_micros() as u64,
-            decode_us = timings.decode.as_micros() as u64,
-            execute_us = timings.execute.as_micros() as u64,
-            encode_us = timings.encode.as_micros() as u64,
-            project_us = timings.project.as_micros() as u64,
-            bound_us = timings.bound.as_micros() as u64,
-            "settled"
-        );
-        record.model_result = settlement.model_result_json();
-        record.managed = settlement.managed.clone();
-        if let Err(error) = self.config.journal.record(record).await {
-            settlement.outcome = Outcome::Defect(Defect::Journal {
-                error,
-                outcome: kind,
-            });
+impl Limits<'_> {
+    /// The limits for this call: registry defaults, then the tool's preference (when there is a
+    /// tool), then the agent's override, then the call's own.
+    fn resolve(&self, tool_preference: Option<&LimitsOverride>) -> OutputLimits {
+        let mut limits = self.config.limits;
+        if let Some(preference) = tool_preference {
+            limits = limits.with(preference);
         }
-        settlement
+        if let Some(agent) = &self.agent {
+            limits = limits.with(agent);
+        }
+        limits.with(&self.call)
     }
+}
+
+/// An error result for the model, bounded like any other model-facing output. A resolved tool's
+/// own limit preference applies to its errors too.
+async fn model_error(
+    layers: &Limits<'_>,
+    recovery: &Recovery,
+    kind: ModelErrorKind,
+    text: String,
+    tool_preference: Option<&LimitsOverride>,
+    managed: &Mutex<Vec<ManagedRef>>,
+) -> Outcome {
+    let limits = layers.resolve(tool_preference);
+    let output = ToolOutput {
+        content: vec![Content::text(text)],
+        structured: Value::Null,
+    };
+    let store = &*layers.config.store;
+    match bound_into(output, &limits, store, recovery, managed).await {
+        Ok(output) => Outcome::Error(ModelError {
+            kind,
+            content: output.content,
+        }),
+        Err(error) => Outcome::Defect(Defect::Retention(error)),
+    }
+}
+
+/// Records the settlement of `record` (its outcome and timings set) and returns it to the host.
+async fn finish(
+    config: &SettlementConfig,
+    registration: Option<RegistrationId>,
+    mut record: SettlementRecord,
+    outcome: Outcome,
+    sub_calls: Vec<SubCallReport>,
+    managed: Vec<ManagedRef>,
+) -> Settlement {
+    let kind = outcome.kind();
+    let timings = record.timings;
+    tracing::Span::current().record("outcome", kind.as_str());
+    tracing::debug!(
+        target: "tackle::settle",
+        resolve_us = timings.resolve.as_micros() as u64,
+        decode_us = timings.decode.as_micros() as u64,
+        execute_us = timings.execute.as_micros() as u64,
+        encode_us = timings.encode.as_micros() as u64,
+        project_us = timings.project.as_micros() as u64,
+        bound_us = timings.bound.as_micros() as u64,
+        "settled"
+    );
+    let mut settlement = Settlement {
+        identity: record.identity.clone(),
+        tool: record.tool.clone(),
+        registration,
+        outcome,
+        sub_calls,
+        managed,
+        timings,
+    };
+    record.model_result = settlement.model_result_json();
+    record.managed = settlement.managed.clone();
+    if let Err(error) = config.journal.record(record).await {
+        settlement.outcome = Outcome::Defect(Defect::Journal {
+            error,
+            outcome: kind,
+        });
+    }
+    settlement
 }
 
 /// The references retained so far.
@@ -378,25 +440,21 @@ fn take(managed: &Mutex<Vec<ManagedRef>>) -> Vec<ManagedRef> {
 
 /// A started call that has not been recorded yet. Dropped while armed (its settlement future
 /// was dropped), it records the call as interrupted, with every output retained so far.
-struct Unfinished {
-    journal: Arc<dyn Journal>,
+struct Unfinished<'a> {
+    journal: &'a Arc<dyn Journal>,
     record: Option<SettlementRecord>,
-    managed: Arc<Mutex<Vec<ManagedRef>>>,
+    managed: Mutex<Vec<ManagedRef>>,
 }
 
-impl Unfinished {
-    fn timings(&mut self, timings: PhaseTimings) {
-        if let Some(record) = &mut self.record {
-            record.timings = timings;
-        }
-    }
-
-    fn disarm(&mut self) {
-        self.record = None;
+impl Unfinished<'_> {
+    /// Hands back the record and the retained outputs: the call is finishing normally.
+    fn disarm(&mut self) -> (SettlementRecord, Vec<ManagedRef>) {
+        let record = self.record.take().expect("disarmed once");
+        (record, take(&self.managed))
     }
 }
 
-impl Drop for Unfinished {
+impl Drop for Unfinished<'_> {
     fn drop(&mut self) {
         let Some(mut record) = self.record.take() else {
             return;

@@ -17,7 +17,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::provider::{accepts_null, inline_refs, is_object_schema, visit_subschemas};
+use crate::provider::{
+    accepts_null, inline_refs, is_object_schema, required_names, visit_subschemas,
+};
 
 /// The values of `format` that JSON Schema (draft 2020-12) defines. Any other is dropped.
 pub(crate) const STANDARD_FORMATS: &[&str] = &[
@@ -91,16 +93,7 @@ fn reduce(node: &mut Value) {
             map.insert("minimum".to_owned(), json!(0));
         }
     }
-    let required: Vec<String> = map
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(|name| name.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let required = required_names(map);
     if let Some(Value::Object(properties)) = map.get_mut("properties") {
         for (name, property) in properties.iter_mut() {
             if !required.contains(name) {

@@ -37,7 +37,7 @@ use tackle_core::{
     ToolDefinition, ToolFailure,
 };
 
-use crate::turn::Turn;
+use crate::turn::TurnInner;
 
 /// The most sub-calls one batch accepts.
 pub const MAX_BATCH_CALLS: usize = 25;
@@ -240,12 +240,12 @@ impl BatchState {
             ))
             .with_hint("Split the calls into batches of at most 25."));
         }
-        let Some(turn) = cx.turn().and_then(|turn| turn.downcast_ref::<Turn>()) else {
+        let Some(turn) = cx.turn().and_then(|turn| turn.downcast_ref::<TurnInner>()) else {
             return Err(ToolFailure::new(
                 "This batch was not called through a turn, so nothing was run.",
             ));
         };
-        let root = turn.inner.location.root().to_path_buf();
+        let root = turn.location.root().to_path_buf();
 
         let mut classes: Vec<Class> = Vec::with_capacity(total);
         let mut pending: Vec<Pending> = Vec::with_capacity(total);
@@ -299,7 +299,7 @@ impl BatchState {
     }
 
     /// Why `name` may not be called from this batch, as a model-facing message.
-    fn refusal(&self, turn: &Turn, name: &str) -> Option<String> {
+    fn refusal(&self, turn: &TurnInner, name: &str) -> Option<String> {
         let is_batch = |name: &str| {
             name == BATCH_NAME
                 || turn.get(name).is_some_and(|advertised| {

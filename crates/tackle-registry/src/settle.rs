@@ -12,7 +12,7 @@ use tackle_core::{
 use tracing::Instrument;
 
 use crate::suggest::nearest_names;
-use crate::turn::Turn;
+use crate::turn::{Turn, TurnInner};
 
 /// A call's name resolved to the registration its turn advertised.
 struct Resolved {
@@ -66,16 +66,16 @@ impl Turn {
             &inner.recovery,
             inner.dialect,
             &cx,
-            name.as_str(),
+            name,
             limits,
         );
-        match self.resolve(&name) {
+        match self.resolve(settle.tool()) {
             Ok(Resolved {
                 registration,
                 tool,
                 definition,
             }) => {
-                let turn: Arc<dyn SubSettle> = Arc::new(self.clone());
+                let turn: Arc<dyn SubSettle> = self.inner.clone();
                 settle
                     .run(registration, &tool, &definition, arguments, cx, Some(turn))
                     .await
@@ -144,10 +144,10 @@ impl Turn {
     }
 }
 
-impl SubSettle for Turn {
-    fn settle(&self, cx: Context, call: ToolCall) -> BoxFuture<'static, Settlement> {
-        let turn = self.clone();
-        Box::pin(async move { Turn::settle(&turn, cx, call).await })
+impl SubSettle for TurnInner {
+    fn settle(self: Arc<Self>, cx: Context, call: ToolCall) -> BoxFuture<'static, Settlement> {
+        let turn = Turn { inner: self };
+        Box::pin(async move { turn.settle(cx, call).await })
     }
 
     fn as_any(&self) -> &(dyn Any + Send + Sync) {

@@ -73,6 +73,18 @@ pub(crate) struct TurnInner {
     incompatible: Vec<SchemaCompatError>,
 }
 
+impl TurnInner {
+    /// The advertised tools, sorted by name.
+    pub(crate) fn tools(&self) -> &[AdvertisedTool] {
+        &self.tools
+    }
+
+    /// The advertised tool called `name`, if any.
+    pub(crate) fn get(&self, name: &str) -> Option<&AdvertisedTool> {
+        self.index.get(name).map(|&i| &self.tools[i])
+    }
+}
+
 /// What one provider turn advertised, and the only way to settle that turn's calls.
 ///
 /// Cloning is cheap. A turn stays valid as long as the host keeps it: calls from an old turn are
@@ -178,11 +190,11 @@ impl Turn {
 
     /// The advertised tools, sorted by name.
     pub fn tools(&self) -> &[AdvertisedTool] {
-        &self.inner.tools
+        self.inner.tools()
     }
 
     /// The advertised tool called `name`, if any.
     pub fn get(&self, name: &str) -> Option<&AdvertisedTool> {
-        self.inner.index.get(name).map(|&i| &self.inner.tools[i])
+        self.inner.get(name)
     }
 }
