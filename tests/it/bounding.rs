@@ -13,8 +13,8 @@ use tackle_core::{
     OutputLimits, RetentionError, Tool, ToolDefinition, ToolFailure, count_lines,
 };
 use tackle_registry::{
-    AllTools, Defect, Location, ModelErrorKind, Outcome, Settlement, SettlementConfig, ToolCall,
-    ToolSet,
+    AllTools, Defect, Interruption, Location, ModelErrorKind, Outcome, Settlement,
+    SettlementConfig, ToolCall, ToolSet,
 };
 use tackle_store::{FsOutputStore, MemoryJournal, MemoryOutputStore};
 
@@ -190,14 +190,21 @@ async fn default_limits_keep_head_and_tail_with_an_exact_marker_and_retain_the_f
         )
     );
 
-    // The domain output is the complete, untruncated string.
+    // The string output is its own text: it is sent (and stored) once, as the bounded content,
+    // never again beside it.
     let Outcome::Success(output) = &s.outcome else {
         unreachable!()
     };
-    assert_eq!(output.structured, Value::String(full.clone()));
+    assert_eq!(output.structured, Value::Null);
     let result = s.model_result().unwrap();
-    assert_eq!(result.structured, Some(Value::String(full)));
+    assert_eq!(result.structured, None);
     assert_eq!(result.content, vec![Content::text(text)]);
+    let sent = serde_json::to_string(&result).unwrap();
+    assert!(
+        sent.len() < limits.max_bytes + 100,
+        "{} bytes sent",
+        sent.len()
+    );
 
     // The journal keeps the same managed reference.
     let records = h.journal.records();
@@ -1041,8 +1048,9 @@ fn report(n: usize) -> Report {
     }
 }
 
+// spec: LAW-BOUNDED-OUTPUT
 #[tokio::test]
-async fn huge_structured_output_with_a_small_projection_is_not_bounded() {
+async fn huge_structured_output_beside_a_small_projection_is_retained_not_sent() {
     let h = Harness::new();
     let location = h.location("/ws");
     let tool = Tool::new("Report.", |input: Count, _cx| async move {
@@ -1052,20 +1060,37 @@ async fn huge_structured_output_with_a_small_projection_is_not_bounded() {
     let _reg = location
         .register(ToolSet::new().with("report", tool))
         .unwrap();
+    let limits = OutputLimits {
+        max_bytes: 1_024,
+        ..OutputLimits::default()
+    };
     let s = location
         .materialize(AllTools)
-        .settle(cx("c1"), ToolCall::new("report", args(20_000)))
+        .settle(
+            cx("c1"),
+            ToolCall::new("report", args(20_000)).with_limits(LimitsOverride {
+                max_bytes: Some(limits.max_bytes),
+                ..LimitsOverride::default()
+            }),
+        )
         .await;
     let Outcome::Success(output) = &s.outcome else {
         panic!("{:?}", s.outcome)
     };
     assert_eq!(output.content, vec![Content::text("20000 rows")]);
-    assert_eq!(
-        output.structured,
-        serde_json::to_value(report(20_000)).unwrap()
-    );
-    assert!(s.managed.is_empty());
-    assert!(h.store.is_empty());
+    // Everything sent fits the bound; the complete value is retained, byte for byte.
+    let result = s.model_result().unwrap();
+    assert_eq!(result.structured, None);
+    let sent = serde_json::to_string(&result).unwrap();
+    assert!(sent.len() <= limits.max_bytes, "{sent}");
+    assert_eq!(s.managed.len(), 1);
+    let kept = h.store.get(&s.managed[0].id).unwrap();
+    let kept: Value = serde_json::from_slice(&kept).unwrap();
+    assert_eq!(kept, serde_json::to_value(report(20_000)).unwrap());
+    // The journal stores what was sent, not the whole value.
+    let record = &h.journal.records()[0];
+    assert!(record.model_result.as_ref().unwrap().len() <= limits.max_bytes);
+    assert_eq!(record.managed, s.managed);
 }
 
 // spec: LAW-STORAGE-ENCAPSULATION
@@ -1086,11 +1111,12 @@ async fn huge_structured_output_without_a_projection_is_bounded_as_json() {
     let Outcome::Success(output) = &s.outcome else {
         panic!("{:?}", s.outcome)
     };
+    // The model reads a preview of the JSON; the value itself is retained, not sent again.
     let expected = serde_json::to_value(report(20_000)).unwrap();
-    assert_eq!(
-        output.structured, expected,
-        "the domain output is untouched"
-    );
+    assert_eq!(output.structured, Value::Null);
+    assert_eq!(s.managed.len(), 1);
+    let kept: Value = serde_json::from_slice(&h.store.get(&s.managed[0].id).unwrap()).unwrap();
+    assert_eq!(kept, expected, "the domain output is retained untouched");
     assert_eq!(output.content.len(), 1);
     let text = output.content[0].as_text().unwrap();
     assert!(OutputLimits::default().fits(text));
@@ -1149,7 +1175,7 @@ async fn interrupted_call_with_a_huge_would_be_output_retains_nothing() {
     started_rx.await.unwrap();
     token.cancel();
     let s = running.await.unwrap();
-    assert_eq!(s.outcome, Outcome::Interrupted);
+    assert_eq!(s.outcome, Outcome::Interrupted(Interruption::Cancelled));
     assert!(s.managed.is_empty());
     assert_eq!(s.model_result(), None);
 
@@ -1159,7 +1185,7 @@ async fn interrupted_call_with_a_huge_would_be_output_retains_nothing() {
     let s = turn
         .settle(context, ToolCall::new("lines", args(10_000)))
         .await;
-    assert_eq!(s.outcome, Outcome::Interrupted);
+    assert_eq!(s.outcome, Outcome::Interrupted(Interruption::Cancelled));
     assert!(s.managed.is_empty());
 
     assert!(h.store.is_empty(), "nothing was retained");
@@ -1169,4 +1195,44 @@ async fn interrupted_call_with_a_huge_would_be_output_retains_nothing() {
         assert_eq!(record.model_result, None);
     }
     assert_eq!(h.journal.records().len(), 2);
+}
+
+// spec: LAW-BOUNDED-OUTPUT
+#[tokio::test]
+async fn an_image_read_is_sent_and_stored_once_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend((0..30_000u32).map(|i| (i * 7 % 251) as u8));
+    std::fs::write(dir.path().join("shot.png"), &png).unwrap();
+    let h = Harness::new();
+    let env = tackle_builtins::ToolEnv::new(tackle_builtins::LocationFs::new(dir.path()).unwrap());
+    let location = h.location(dir.path().to_str().unwrap());
+    let _tools = location
+        .register(
+            tackle_builtins::file_tools(&env)
+                .into_iter()
+                .collect::<ToolSet>(),
+        )
+        .unwrap();
+    let limits = LimitsOverride {
+        max_bytes: Some(1_024),
+        max_media_bytes: Some(1_024),
+        ..LimitsOverride::default()
+    };
+    let s = location
+        .materialize(AllTools)
+        .settle(
+            cx("c1"),
+            ToolCall::new("read", r#"{"filePath": "shot.png"}"#).with_limits(limits),
+        )
+        .await;
+    let result = s.model_result().unwrap();
+    assert!(!result.is_error, "{result:?}");
+    let sent = serde_json::to_string(&result).unwrap();
+    assert!(sent.len() < 1_300, "{} bytes sent: {sent}", sent.len());
+    // The image is kept once, as its bytes; the journal holds what was sent.
+    assert_eq!(s.managed.len(), 1, "{:?}", s.managed);
+    assert_eq!(h.store.get(&s.managed[0].id).as_deref(), Some(&png[..]));
+    let record = h.journal.records().pop().unwrap();
+    assert_eq!(record.model_result.as_deref(), Some(sent.as_str()));
 }

@@ -23,8 +23,9 @@ use tackle_core::{
     OutcomeKind, OutputLimits, Tool, ToolFailure,
 };
 use tackle_registry::{
-    AllTools, Defect, Location, ModelErrorKind, Outcome, Registration, RegistrationId, Settlement,
-    SettlementConfig, ToolCall, ToolSet, Turn,
+    AllTools, BatchOptions, BatchOutput, Defect, Interruption, Location, ModelErrorKind, Outcome,
+    Registration, RegistrationId, Settlement, SettlementConfig, ToolCall, ToolSet, Turn,
+    batch_tool,
 };
 use tackle_store::{MemoryJournal, MemoryOutputStore};
 use tokio::sync::Notify;
@@ -468,7 +469,7 @@ fn run_registry_model(ops: &[Op]) -> Result<(), TestCaseError> {
                     (Expected::Stale(_), Outcome::Error(e)) if e.kind == ModelErrorKind::Stale => {}
                     (Expected::Invalid(_), Outcome::Error(e))
                         if e.kind == ModelErrorKind::Invalid => {}
-                    (Expected::Interrupted(_), Outcome::Interrupted) => {}
+                    (Expected::Interrupted(_), Outcome::Interrupted(_)) => {}
                     (Expected::Success(c, text), Outcome::Success(output)) => {
                         let tag = &tools[&(*c, *name)].tag;
                         prop_assert_eq!(
@@ -755,6 +756,86 @@ fn identity() -> impl Strategy<Value = CallIdentity> {
         .prop_map(|(s, a, m, c)| CallIdentity::new(s, a, m, c))
 }
 
+/// A turn offering one tool per outcome (`echo`, `fail`, `boom`, `liar`, `big`, a stale `gone`
+/// and `batch`), over a failing store and a memory journal. `seen` logs `echo`'s contexts.
+fn identity_turn(seen: &Seen<CallIdentity>) -> (Arc<MemoryJournal>, Turn, Vec<Registration>) {
+    let journal = Arc::new(MemoryJournal::new());
+    let process = tackle_registry::ToolRegistry::new();
+    // A failing store: only the deliberately oversized call needs it.
+    let store = Arc::new(MemoryOutputStore::failing("disk full"));
+    let config = SettlementConfig::new(store, journal.clone());
+    let location = Location::new("/ws", &process, config);
+    let log = seen.clone();
+    let echo = Tool::new("Echo.", move |input: EchoInput, cx: Context| {
+        log.lock().unwrap().push(cx.identity().clone());
+        async move { Ok::<_, ToolFailure>(input.text) }
+    });
+    let fail = Tool::new("Fails.", |_: EchoInput, _cx| async {
+        Err::<String, _>(ToolFailure::new("no such file"))
+    });
+    let boom = Tool::new("Panics.", |_: EchoInput, _cx| async {
+        if true {
+            panic!("secret panic payload");
+        }
+        Ok::<String, ToolFailure>(String::new())
+    });
+    let liar = Tool::new("Breaks its schema.", |_: EchoInput, _cx| async {
+        Ok::<_, ToolFailure>(Capped { n: 11 })
+    });
+    let big = Tool::new("Talks a lot.", |_: EchoInput, _cx| async {
+        Ok::<_, ToolFailure>("line\n".repeat(50))
+    })
+    .with_output_limits(LimitsOverride {
+        max_lines: Some(3),
+        ..LimitsOverride::default()
+    });
+    let (gone, _) = tagged("gone");
+    let tools = location
+        .register(
+            ToolSet::new()
+                .with("echo", echo)
+                .with("fail", fail)
+                .with("boom", boom)
+                .with("liar", liar)
+                .with("big", big)
+                .with("batch", batch_tool(BatchOptions::default())),
+        )
+        .unwrap();
+    let stale = location
+        .register(ToolSet::new().with("gone", gone))
+        .unwrap();
+    let turn = location.materialize(AllTools);
+    drop(stale);
+    (journal, turn, vec![tools])
+}
+
+impl CallKind {
+    /// The tool name and arguments that settle as this kind on an [`identity_turn`].
+    fn call(self) -> (&'static str, &'static str) {
+        match self {
+            CallKind::Success | CallKind::Interrupted => ("echo", r#"{"text":"hi"}"#),
+            CallKind::Failure => ("fail", r#"{"text":"hi"}"#),
+            CallKind::Unknown => ("nope", r#"{"text":"hi"}"#),
+            CallKind::Stale => ("gone", r#"{"text":"hi"}"#),
+            CallKind::Invalid => ("echo", "{"),
+            CallKind::Panicked => ("boom", r#"{"text":"hi"}"#),
+            CallKind::InvalidOutput => ("liar", r#"{"text":"hi"}"#),
+            CallKind::RetentionFailed => ("big", r#"{"text":"hi"}"#),
+        }
+    }
+}
+
+/// The four host IDs of `identity`, as bytes.
+fn id_bytes(identity: &CallIdentity) -> [Vec<u8>; 4] {
+    [
+        identity.session.as_str(),
+        identity.agent.as_str(),
+        identity.assistant_message.as_str(),
+        identity.call.as_str(),
+    ]
+    .map(|s| s.as_bytes().to_vec())
+}
+
 proptest! {
     #![proptest_config(config())]
 
@@ -771,63 +852,14 @@ proptest! {
         ),
     ) {
         let rt = runtime();
-        let journal = Arc::new(MemoryJournal::new());
-        let process = tackle_registry::ToolRegistry::new();
-        // A failing store: only the deliberately oversized call needs it.
-        let store = Arc::new(MemoryOutputStore::failing("disk full"));
-        let config = SettlementConfig::new(store, journal.clone());
-        let location = Location::new("/ws", &process, config);
         let seen: Seen<CallIdentity> = Seen::default();
-        let log = seen.clone();
-        let echo = Tool::new("Echo.", move |input: EchoInput, cx: Context| {
-            log.lock().unwrap().push(cx.identity().clone());
-            async move { Ok::<_, ToolFailure>(input.text) }
-        });
-        let fail = Tool::new("Fails.", |_: EchoInput, _cx| async {
-            Err::<String, _>(ToolFailure::new("no such file"))
-        });
-        let boom = Tool::new("Panics.", |_: EchoInput, _cx| async {
-            if true {
-                panic!("boom");
-            }
-            Ok::<String, ToolFailure>(String::new())
-        });
-        let liar = Tool::new("Breaks its schema.", |_: EchoInput, _cx| async {
-            Ok::<_, ToolFailure>(Capped { n: 11 })
-        });
-        let big = Tool::new("Talks a lot.", |_: EchoInput, _cx| async {
-            Ok::<_, ToolFailure>("line\n".repeat(50))
-        });
-        let (gone, _) = tagged("gone");
-        let _reg = location
-            .register(
-                ToolSet::new()
-                    .with("echo", echo)
-                    .with("fail", fail)
-                    .with("boom", boom)
-                    .with("liar", liar)
-                    .with("big", big),
-            )
-            .unwrap();
-        let stale = location.register(ToolSet::new().with("gone", gone)).unwrap();
-        let turn = location.materialize(AllTools);
-        drop(stale);
+        let (journal, turn, _keep) = identity_turn(&seen);
 
         let mut expected_seen = Vec::new();
         for (kind, id) in &calls {
-            let (name, args, cancelled) = match kind {
-                CallKind::Success => ("echo", r#"{"text":"hi"}"#, false),
-                CallKind::Failure => ("fail", r#"{"text":"hi"}"#, false),
-                CallKind::Unknown => ("nope", r#"{"text":"hi"}"#, false),
-                CallKind::Stale => ("gone", r#"{"text":"hi"}"#, false),
-                CallKind::Invalid => ("echo", "{", false),
-                CallKind::Interrupted => ("echo", r#"{"text":"hi"}"#, true),
-                CallKind::Panicked => ("boom", r#"{"text":"hi"}"#, false),
-                CallKind::InvalidOutput => ("liar", r#"{"text":"hi"}"#, false),
-                CallKind::RetentionFailed => ("big", r#"{"text":"hi"}"#, false),
-            };
+            let (name, args) = kind.call();
             let token = CancellationToken::new();
-            if cancelled {
+            if *kind == CallKind::Interrupted {
                 token.cancel();
             }
             let call = ToolCall::new(name, args).with_limits(LimitsOverride {
@@ -849,18 +881,67 @@ proptest! {
         for (record, (_, id)) in records.iter().zip(&calls) {
             // Compared both as values and byte for byte.
             prop_assert_eq!(&record.identity, id);
-            let bytes = |i: &CallIdentity| {
-                [
-                    i.session.as_str(),
-                    i.agent.as_str(),
-                    i.assistant_message.as_str(),
-                    i.call.as_str(),
-                ]
-                .map(|s| s.as_bytes().to_vec())
-            };
-            prop_assert_eq!(bytes(&record.identity), bytes(id));
+            prop_assert_eq!(id_bytes(&record.identity), id_bytes(id));
         }
         prop_assert_eq!(seen.lock().unwrap().clone(), expected_seen);
+    }
+
+    // spec: LAW-DURABLE-IDENTITY
+    /// LAW-DURABLE-IDENTITY through `batch`: every sub-call's record carries the batch's own
+    /// host-supplied IDs, byte for byte, plus its 1-based index; no call ID is made up. Sub-calls
+    /// that end in a defect are listed for the host in the batch's settlement and recorded on
+    /// their own, and the model reads no defect payload (`LAW-DEFECT-NOT-A-RESULT`).
+    #[test]
+    fn law_durable_identity_sub_calls_keep_the_parents_ids(
+        kinds in prop::collection::vec(
+            prop::sample::select(
+                CallKind::ALL.iter().copied().filter(|k| *k != CallKind::Interrupted).collect::<Vec<_>>()
+            ),
+            1..6,
+        ),
+        id in identity(),
+    ) {
+        let rt = runtime();
+        let seen: Seen<CallIdentity> = Seen::default();
+        let (journal, turn, _keep) = identity_turn(&seen);
+        let calls: Vec<Value> = kinds
+            .iter()
+            .map(|kind| {
+                let (name, args) = kind.call();
+                // Invalid arguments must still be an object to travel in a batch.
+                let parameters = serde_json::from_str::<Value>(args).unwrap_or(json!({"text": 7}));
+                json!({"tool": name, "parameters": parameters})
+            })
+            .collect();
+        let call = ToolCall::new("batch", json!({ "tool_calls": calls }));
+        let s = rt.block_on(turn.settle(Context::new(id.clone(), CancellationToken::new()), call));
+        prop_assert!(matches!(s.outcome, Outcome::Success(_)), "{:?}", s.outcome);
+        let records = journal.records();
+        prop_assert_eq!(records.len(), kinds.len() + 1);
+        let mut subs: Vec<_> = records.iter().filter(|r| r.identity.sub_call.is_some()).collect();
+        subs.sort_by_key(|r| r.identity.sub_call);
+        for (i, (record, kind)) in subs.iter().zip(&kinds).enumerate() {
+            let index = i as u32 + 1;
+            prop_assert_eq!(&record.identity, &id.sub_call(index));
+            prop_assert_eq!(id_bytes(&record.identity), id_bytes(&id));
+            prop_assert_eq!(record.outcome, kind.outcome());
+        }
+        for seen in seen.lock().unwrap().iter() {
+            prop_assert_eq!(id_bytes(seen), id_bytes(&id));
+        }
+        let for_host: Vec<(u32, OutcomeKind)> =
+            s.sub_calls.iter().map(|r| (r.index, r.outcome.kind())).collect();
+        let expected: Vec<(u32, OutcomeKind)> = kinds
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| !k.outcome().is_model_visible())
+            .map(|(i, k)| (i as u32 + 1, k.outcome()))
+            .collect();
+        prop_assert_eq!(for_host, expected);
+        let sent = serde_json::to_string(&s.model_result()).unwrap();
+        for secret in ["secret panic payload", "disk full", "does not match its schema"] {
+            prop_assert!(!sent.contains(secret), "{} reached the model: {}", secret, sent);
+        }
     }
 }
 
@@ -1171,7 +1252,9 @@ proptest! {
     /// LAW-STALE-REJECTION: A call never executes a registration other than the one its turn
     /// advertised: whenever the effective registration changed since materialize, the outcome is
     /// `Stale`, no executor runs (not even for valid arguments), and the journal records the
-    /// advertised registration. Churn of other names leaves the call valid.
+    /// advertised registration. Churn of other names leaves the call valid. The same holds for a
+    /// call made through `batch` on that turn: the sub-call is judged against the turn exactly as
+    /// a direct call.
     #[test]
     fn law_stale_rejection_changed_registration_never_runs(
         scenario in prop::sample::select(vec![
@@ -1181,10 +1264,14 @@ proptest! {
         ]),
         in_location in any::<bool>(),
         args in model_args(),
+        through_batch in any::<bool>(),
     ) {
         let rt = runtime();
         let h = Harness::new();
         let location = h.location("/ws");
+        let _batch = location
+            .register(ToolSet::new().with("batch", batch_tool(BatchOptions::default())))
+            .unwrap();
         let registry = if in_location { location.tools().clone() } else { h.process.clone() };
         let (older, older_calls) = tagged("older");
         let (advertised_tool, advertised_calls) = tagged("advertised");
@@ -1232,18 +1319,37 @@ proptest! {
             }
         }
 
-        let s = rt.block_on(turn.settle(cx("c1"), ToolCall::new("t", args.raw())));
-        prop_assert_eq!(s.registration, Some(advertised_id));
-        let record = h.journal.records().pop().unwrap();
+        // Through batch, the arguments must be an object; other text is tried directly.
+        let parameters = serde_json::from_str::<Value>(&args.raw()).ok().filter(Value::is_object);
+        let (record, is_error) = match parameters.filter(|_| through_batch) {
+            Some(parameters) => {
+                let calls = json!({"tool_calls": [{"tool": "t", "parameters": parameters}]});
+                let s = rt.block_on(turn.settle(cx("c1"), ToolCall::new("batch", calls)));
+                let Outcome::Success(output) = &s.outcome else {
+                    return Err(TestCaseError::fail(format!("{:?}", s.outcome)));
+                };
+                let batch = BatchOutput::deserialize(&output.structured).unwrap();
+                let sub = h.journal.records().into_iter().find(|r| r.identity.sub_call == Some(1));
+                prop_assert!(sub.is_some(), "the sub-call has no journal row");
+                let sub = sub.unwrap();
+                prop_assert_eq!(&batch.results[0].outcome, sub.outcome.as_str());
+                (sub, !batch.results[0].ok)
+            }
+            None => {
+                let s = rt.block_on(turn.settle(cx("c1"), ToolCall::new("t", args.raw())));
+                prop_assert_eq!(s.registration, Some(advertised_id));
+                let is_error = s.model_result().is_some_and(|r| r.is_error);
+                (h.journal.records().pop().unwrap(), is_error)
+            }
+        };
         prop_assert_eq!(record.registration, Some(advertised_id.get()));
         if matches!(scenario, StaleScenario::UnrelatedChurn) {
             let ran = matches!(args, ModelArgs::Valid { .. });
             prop_assert_eq!(count(&advertised_calls), usize::from(ran));
-            prop_assert_ne!(error_kind(&s), Some(ModelErrorKind::Stale));
+            prop_assert_ne!(record.outcome, OutcomeKind::Stale);
         } else {
-            prop_assert_eq!(error_kind(&s), Some(ModelErrorKind::Stale), "{:?}", s.outcome);
             prop_assert_eq!(record.outcome, OutcomeKind::Stale);
-            prop_assert!(s.model_result().is_some_and(|r| r.is_error));
+            prop_assert!(is_error);
             prop_assert_eq!(count(&advertised_calls), 0);
         }
         prop_assert_eq!(count(&older_calls), 0);
@@ -1292,6 +1398,7 @@ fn listing_location(
     limits: Option<(OutputLimits, LimitsAt)>,
     listing: &Listing,
     projection: Projection,
+    seen: &Seen<Value>,
 ) -> (Location, Registration) {
     let mut config = SettlementConfig::new(store, h.journal.clone());
     match limits {
@@ -1317,9 +1424,10 @@ fn listing_location(
     });
     let record = match projection {
         Projection::Structured => ToolSet::new().with("list", tool),
-        Projection::Lines => ToolSet::new().with(
-            "list",
-            tool.with_projection(|_: &EchoInput, encoded: &Value| {
+        Projection::Lines => ToolSet::new().with("list", {
+            let seen = seen.clone();
+            tool.with_projection(move |_: &EchoInput, encoded: &Value| {
+                seen.lock().unwrap().push(encoded.clone());
                 encoded["lines"]
                     .as_array()
                     .into_iter()
@@ -1327,14 +1435,15 @@ fn listing_location(
                     .filter_map(Value::as_str)
                     .map(Content::text)
                     .collect()
-            }),
-        ),
-        Projection::Joined => ToolSet::new().with(
-            "list",
-            tool.with_projection(|_: &EchoInput, encoded: &Value| {
+            })
+        }),
+        Projection::Joined => ToolSet::new().with("list", {
+            let seen = seen.clone();
+            tool.with_projection(move |_: &EchoInput, encoded: &Value| {
+                seen.lock().unwrap().push(encoded.clone());
                 vec![Content::text(encoded.to_string())]
-            }),
-        ),
+            })
+        }),
     };
     let registration = location.register(record).unwrap();
     (location, registration)
@@ -1344,10 +1453,12 @@ proptest! {
     #![proptest_config(config())]
 
     // spec: LAW-STORAGE-ENCAPSULATION
-    /// LAW-STORAGE-ENCAPSULATION: The domain output (`ToolOutput::structured`) is the encoded tool
-    /// output whatever the limits (tiny ones force bounding and retention) and wherever they are
-    /// set (registry, agent, call); managed paths and IDs never appear in it. When retention fails,
-    /// the call fails operationally instead of publishing a lossy success.
+    /// LAW-STORAGE-ENCAPSULATION: the domain output (the encoded output the projection receives)
+    /// is the tool's output whatever the limits (tiny ones force bounding and retention) and
+    /// wherever they are set (registry, agent, call). The structured value the provider receives
+    /// is that output, whole, or nothing, in which case it is retained byte for byte; managed
+    /// paths and IDs never appear in it. When retention fails, the call fails operationally
+    /// instead of publishing a lossy success.
     #[test]
     fn law_storage_encapsulation_structured_output_ignores_bounding(
         lines in prop::collection::vec("[a-z ]{0,40}", 0..60),
@@ -1359,6 +1470,7 @@ proptest! {
     ) {
         let rt = runtime();
         let h = Harness::new();
+        let seen = Seen::<Value>::default();
         let listing = Listing { total: lines.len(), lines };
         let encoded = serde_json::to_value(&listing).unwrap();
         let limits = OutputLimits { max_lines, max_bytes, direction, ..OutputLimits::default() };
@@ -1375,22 +1487,37 @@ proptest! {
             }
         };
 
-        // Default limits: nothing here is large enough to be bounded.
-        let (roomy, _r1) = listing_location(&h, h.store.clone(), None, &listing, projection);
-        let reference = rt.block_on(roomy.materialize(AllTools).settle(cx("c0"), call()));
+        // Default limits everywhere: nothing here is large enough to be bounded.
+        let (roomy, _r1) =
+            listing_location(&h, h.store.clone(), None, &listing, projection, &seen);
+        let plain = ToolCall::new("list", r#"{"text":""}"#);
+        let reference = rt.block_on(roomy.materialize(AllTools).settle(cx("c0"), plain));
         let Outcome::Success(reference) = reference.outcome else {
             return Err(TestCaseError::fail(format!("{:?}", reference.outcome)));
         };
         prop_assert_eq!(&reference.structured, &encoded);
 
         // Generated (often tiny) limits.
-        let (tight, _r2) =
-            listing_location(&h, h.store.clone(), Some((limits, at)), &listing, projection);
+        let (tight, _r2) = listing_location(
+            &h, h.store.clone(), Some((limits, at)), &listing, projection, &seen,
+        );
         let bounded = rt.block_on(tight.materialize(AllTools).settle(cx("c1"), call()));
         let Outcome::Success(output) = &bounded.outcome else {
             return Err(TestCaseError::fail(format!("{:?}", bounded.outcome)));
         };
-        prop_assert_eq!(&output.structured, &encoded);
+        for received in seen.lock().unwrap().iter() {
+            prop_assert_eq!(received, &encoded, "the projection saw another output");
+        }
+        if output.structured.is_null() {
+            let pretty = serde_json::to_vec_pretty(&encoded).unwrap();
+            let kept = bounded
+                .managed
+                .iter()
+                .any(|managed| h.store.get(&managed.id).as_deref() == Some(&pretty[..]));
+            prop_assert!(kept, "the structured output was neither sent nor retained");
+        } else {
+            prop_assert_eq!(&output.structured, &encoded);
+        }
         let structured_text = serde_json::to_string(&output.structured).unwrap();
         for managed in &bounded.managed {
             let path = managed.path.to_string_lossy();
@@ -1404,7 +1531,8 @@ proptest! {
 
         // The same limits with a store that cannot retain.
         let failing = Arc::new(MemoryOutputStore::failing("disk full"));
-        let (broken, _r3) = listing_location(&h, failing, Some((limits, at)), &listing, projection);
+        let (broken, _r3) =
+            listing_location(&h, failing, Some((limits, at)), &listing, projection, &seen);
         let s = rt.block_on(broken.materialize(AllTools).settle(cx("c2"), call()));
         if bounded.managed.is_empty() {
             prop_assert_eq!(&s.outcome, &bounded.outcome);
@@ -1758,7 +1886,7 @@ proptest! {
                 tokio::join!(turn.settle(context, call), cancel).0
             }),
         };
-        prop_assert_eq!(&s.outcome, &Outcome::Interrupted);
+        prop_assert_eq!(&s.outcome, &Outcome::Interrupted(Interruption::Cancelled));
         prop_assert!(s.model_result().is_none());
         let record = h.journal.records().pop().unwrap();
         prop_assert_eq!(record.outcome, OutcomeKind::Interrupted);

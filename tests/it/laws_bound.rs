@@ -249,9 +249,11 @@ proptest! {
     // spec: LAW-BOUNDED-OUTPUT
     /// LAW-BOUNDED-OUTPUT: every model-visible result (success or tool failure, text, parts or
     /// structured JSON) fits the effective limits resolved in order: registry, tool preference,
-    /// agent override, call override. A result that already fits them is untouched and nothing
-    /// is retained; one that does not is retained in full and previewed with a marker naming
-    /// where.
+    /// agent override, call override, and so does everything sent with it: the text and the
+    /// structured value together fit the byte limit. A result that already fits them is shown as
+    /// it is; one that does not is retained in full and previewed with a marker naming where. A
+    /// structured value is sent whole or not at all; when it is left out it is retained, unless
+    /// the content already carries it (a string output shown as its own text).
     #[test]
     fn law_bounded_output_fits_limits(text in text(), shape in shape(), layers in layers()) {
         let h = Harness::new();
@@ -267,19 +269,48 @@ proptest! {
             tackle_core::count_lines(&visible),
             limits
         );
+        let domain = match shape {
+            Shape::Text | Shape::Parts => Value::String(text.clone()),
+            Shape::Structured => serde_json::to_value(rows_of(&text)).unwrap(),
+            Shape::Failure => Value::Null,
+        };
+        if !result.content.is_empty() {
+            let json = result.structured.as_ref().map_or(0, |v| v.to_string().len());
+            prop_assert!(
+                visible.len() + json <= limits.max_bytes,
+                "{} text + {} JSON bytes over {}", visible.len(), json, limits.max_bytes
+            );
+        }
+        if let Some(sent) = &result.structured {
+            prop_assert_eq!(sent, &domain, "a structured value is sent whole or not at all");
+        }
+        let retained: Vec<Vec<u8>> = s
+            .managed
+            .iter()
+            .map(|managed| h.store.get(&managed.id).expect("retained").to_vec())
+            .collect();
+        let pretty_domain = serde_json::to_vec_pretty(&domain).unwrap();
+        for bytes in &retained {
+            prop_assert!(
+                *bytes == full.as_bytes() || *bytes == pretty_domain,
+                "retained something else: {} bytes", bytes.len()
+            );
+        }
         if limits.fits(&full) {
             prop_assert_eq!(&visible, &full, "an output that fits is shown as it is");
-            prop_assert!(s.managed.is_empty(), "{:?}", s.managed);
         } else {
-            prop_assert_eq!(s.managed.len(), 1, "{:?}", s.managed);
-            let managed = &s.managed[0];
-            let retained = h.store.get(&managed.id);
-            prop_assert_eq!(retained.as_deref(), Some(full.as_bytes()));
-            let path = managed.path.display().to_string();
+            let managed = s.managed.iter().zip(&retained).find(|(_, b)| *b == full.as_bytes());
+            prop_assert!(managed.is_some(), "the full output was not retained");
+            let path = managed.unwrap().0.path.display().to_string();
             prop_assert!(visible.contains(&path), "{} names no {}", visible, path);
         }
-        if let Shape::Text | Shape::Parts = shape {
-            prop_assert_eq!(result.structured, Some(Value::String(text.clone())));
+        // A string output shown as its own text (in one part or several) is sent once.
+        let duplicate = matches!(shape, Shape::Text | Shape::Parts);
+        if duplicate {
+            prop_assert_eq!(&result.structured, &None);
+        }
+        if result.structured.is_none() && !domain.is_null() && !duplicate {
+            prop_assert!(retained.contains(&pretty_domain), "the structured value was lost");
         }
     }
 

@@ -1,6 +1,8 @@
 //! The single integration-test binary: one module per area, sharing `tackle` test support.
 
 mod bounding;
+mod dialects;
+mod dropped;
 mod file_tools;
 mod journal;
 mod laws;

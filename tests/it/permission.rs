@@ -1,16 +1,20 @@
 //! The permission engine wired into a Location: catalog visibility as the turn filter, the
-//! managed-output directory whitelisted, and a doom loop gated by the approval service.
+//! managed-output directory whitelisted, a doom loop gated by the approval service, and a
+//! withdrawn request that interrupts the call instead of failing it.
 
 use std::sync::{Arc, Mutex};
 
 use tackle::{Harness, cx, tagged};
-use tackle_core::{OutputStore, ToolDefinition};
+use tackle_builtins::{Gate, LocationFs, ToolEnv, file_tools};
+use tackle_core::{OutcomeKind, OutputStore, ToolDefinition};
 use tackle_permission::{
     Action, DoomLoopDetector, MemorySavedApprovals, PermissionError, PermissionRequest,
     PermissionService, PresetContext, Reply, RuleSource, Ruleset, agent_with_user_rules,
     parse_permission_config, preset, visible_filter,
 };
-use tackle_registry::{ModelErrorKind, Outcome, ToolCall, ToolSet};
+use tackle_registry::{
+    BatchOptions, Interruption, ModelErrorKind, Outcome, ToolCall, ToolSet, batch_tool,
+};
 use tackle_store::FsOutputStore;
 
 fn user_rules(json: &str) -> Ruleset {
@@ -164,4 +168,99 @@ async fn a_third_identical_call_asks_doom_loop_before_it_runs() {
     let asked = approver.asked.lock().unwrap();
     assert_eq!(asked[0].permission, "doom_loop");
     assert_eq!(asked[0].patterns, ["echo"]);
+}
+
+/// A Location with the file tools, gated by a service that asks `approver` before any edit.
+fn gated_file_tools(
+    root: &std::path::Path,
+    approver: Arc<RecordingApprover>,
+) -> (
+    tackle_registry::Location,
+    Arc<PermissionService>,
+    tackle_registry::Registration,
+    Harness,
+) {
+    let h = Harness::new();
+    let service = Arc::new(
+        PermissionService::new(
+            "project",
+            approver,
+            Arc::new(MemorySavedApprovals::default()),
+        )
+        .unwrap(),
+    );
+    let build = preset("build", &PresetContext::default()).unwrap();
+    let rules = agent_with_user_rules(build, &user_rules(r#"{"edit": "ask"}"#)).rules;
+    let gate = Gate::new(service.clone(), move |_| rules.clone());
+    let env = ToolEnv::new(LocationFs::new(root).unwrap()).with_gate(gate);
+    let location = h.location(root.to_str().unwrap());
+    let mut tools: ToolSet = file_tools(&env).into_iter().collect();
+    tools.insert("batch", batch_tool(BatchOptions::default()));
+    let registration = location.register(tools).unwrap();
+    (location, service, registration, h)
+}
+
+/// Waits until `approver` was asked, then withdraws the pending requests of call `call`.
+async fn withdraw_when_asked(
+    approver: &RecordingApprover,
+    service: &PermissionService,
+    call: &str,
+) {
+    while approver.asked.lock().unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(service.cancel_call(call), 1);
+}
+
+#[tokio::test]
+async fn a_withdrawn_permission_request_interrupts_the_call_for_the_host_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let approver = Arc::new(RecordingApprover::default());
+    let (location, service, _tools, h) = gated_file_tools(dir.path(), approver.clone());
+    let turn = location.materialize(tackle_registry::AllTools);
+    let call = ToolCall::new(
+        "write",
+        serde_json::json!({"filePath": "new.txt", "content": "hello"}),
+    );
+    let (s, ()) = tokio::join!(
+        turn.settle(cx("c1"), call),
+        withdraw_when_asked(&approver, &service, "c1"),
+    );
+    let Outcome::Interrupted(Interruption::Reported(reason)) = &s.outcome else {
+        panic!("{:?}", s.outcome);
+    };
+    assert!(
+        reason.contains("was cancelled before the user answered"),
+        "{reason}"
+    );
+    assert!(s.model_result().is_none());
+    assert!(!dir.path().join("new.txt").exists());
+    let record = h.journal.records().pop().unwrap();
+    assert_eq!(record.outcome, OutcomeKind::Interrupted);
+    assert_eq!(record.model_result, None);
+
+    // Inside a batch: the sub-call is interrupted for the host, the model reads a neutral line.
+    approver.asked.lock().unwrap().clear();
+    let batch = ToolCall::new(
+        "batch",
+        serde_json::json!({"tool_calls": [
+            {"tool": "write", "parameters": {"filePath": "new.txt", "content": "hello"}}
+        ]}),
+    );
+    let (s, ()) = tokio::join!(
+        turn.settle(cx("b1"), batch),
+        withdraw_when_asked(&approver, &service, "b1"),
+    );
+    assert_eq!(s.sub_calls.len(), 1);
+    assert!(matches!(
+        s.sub_calls[0].outcome,
+        Outcome::Interrupted(Interruption::Reported(_))
+    ));
+    let sent = serde_json::to_string(&s.model_result().unwrap()).unwrap();
+    assert!(sent.contains("interrupted before it finished"), "{sent}");
+    assert!(
+        !sent.contains("cancelled before the user answered"),
+        "{sent}"
+    );
+    assert!(!dir.path().join("new.txt").exists());
 }

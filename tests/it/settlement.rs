@@ -7,7 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tackle::{EchoInput, Harness, cx, tagged};
 use tackle_core::{Content, OutcomeKind, Tool, ToolFailure};
-use tackle_registry::{AllTools, Defect, ModelErrorKind, Outcome, Settlement, ToolCall, ToolSet};
+use tackle_registry::{
+    AllTools, Defect, Interruption, ModelErrorKind, Outcome, Settlement, ToolCall, ToolSet,
+};
 
 /// The model-facing error text of a settlement, or a panic naming what it was instead.
 fn error_text(s: &Settlement, kind: ModelErrorKind) -> String {
@@ -456,7 +458,7 @@ async fn interruption_is_reported_to_the_host_only() {
     tokio::task::yield_now().await;
     token.cancel();
     let s = running.await.unwrap();
-    assert_eq!(s.outcome, Outcome::Interrupted);
+    assert_eq!(s.outcome, Outcome::Interrupted(Interruption::Cancelled));
     assert_eq!(s.model_result(), None);
     let record = &h.journal.records()[0];
     assert_eq!(record.outcome, OutcomeKind::Interrupted);
@@ -473,7 +475,7 @@ async fn interruption_is_reported_to_the_host_only() {
         .materialize(AllTools)
         .settle(context, ToolCall::new("echo", r#"{"text":"x"}"#))
         .await;
-    assert_eq!(s.outcome, Outcome::Interrupted);
+    assert_eq!(s.outcome, Outcome::Interrupted(Interruption::Cancelled));
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 

@@ -256,6 +256,100 @@ fn unsafe_code_is_allowed_in_one_place_only() {
     assert_none("files that allow unsafe code", &offenders);
 }
 
+/// Every `Cargo.toml` of the workspace: the root's and each crate's.
+fn manifests() -> Vec<PathBuf> {
+    let mut manifests = vec![root().join("Cargo.toml")];
+    for entry in std::fs::read_dir(root().join("crates")).unwrap() {
+        let manifest = entry.unwrap().path().join("Cargo.toml");
+        if manifest.is_file() {
+            manifests.push(manifest);
+        }
+    }
+    manifests.sort();
+    manifests
+}
+
+#[test]
+fn a_tool_runs_outside_settlement_only_in_unit_tests() {
+    // LAW-SINGLE-EXECUTOR: `AnyTool::invoke` skips resolution, the bound and the journal. It is
+    // public only with core's `test-invoke` feature, which only dev-dependencies may enable.
+    let tool = read(&root().join("crates/tackle-core/src/tool.rs"));
+    let lines: Vec<&str> = tool.lines().collect();
+    let public: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| line.trim_start().starts_with("pub fn invoke("))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(public.len(), 1, "one public `invoke`, behind the feature");
+    assert_eq!(
+        lines[public[0] - 1].trim(),
+        r#"#[cfg(any(test, feature = "test-invoke"))]"#
+    );
+    let mut offenders = Vec::new();
+    for manifest in manifests() {
+        let mut section = String::new();
+        for (n, line) in read(&manifest).lines().enumerate() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                section = line.to_owned();
+            } else if line.contains("test-invoke")
+                && !line.starts_with('#')
+                && section != "[dev-dependencies]"
+                && !(section == "[features]" && line.starts_with("test-invoke ="))
+            {
+                offenders.push(format!("{}:{} in {section}", relative(&manifest), n + 1));
+            }
+        }
+    }
+    assert_none("`test-invoke` enabled outside dev-dependencies", &offenders);
+}
+
+/// The tests `spec/laws.md` names (`` `module::test_name` ``), as (module, test) pairs.
+fn named_tests(spec: &str) -> BTreeSet<(String, String)> {
+    let mut named = BTreeSet::new();
+    for quoted in spec.split('`').skip(1).step_by(2) {
+        let Some((module, test)) = quoted.split_once("::") else {
+            continue;
+        };
+        let plain = |s: &str| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        };
+        if plain(module) && plain(test) {
+            named.insert((module.to_owned(), test.to_owned()));
+        }
+    }
+    named
+}
+
+#[test]
+fn every_test_the_laws_name_exists() {
+    let spec = read(&root().join("spec/laws.md"));
+    let named = named_tests(&spec);
+    assert!(named.len() >= 30, "{named:?}");
+    // A module is a file of `tests/it/`, a crate's integration test (`crates/*/tests/serve.rs`)
+    // or the `tests.rs` of a crate module (`batch/tests.rs`).
+    let sources = all_sources();
+    let missing: Vec<String> = named
+        .iter()
+        .filter(|(module, test)| {
+            let defines = format!("fn {test}(");
+            !sources.iter().any(|path| {
+                let name = relative(path);
+                let here = name == format!("tests/it/{module}.rs")
+                    || (name.starts_with("crates/")
+                        && name.ends_with(&format!("/tests/{module}.rs")))
+                    || name.ends_with(&format!("/{module}/tests.rs"));
+                here && read(path).contains(&defines)
+            })
+        })
+        .map(|(module, test)| format!("{module}::{test}"))
+        .collect();
+    assert_none("tests spec/laws.md names that do not exist", &missing);
+}
+
 #[test]
 fn every_crate_opens_with_an_essay() {
     let crates = std::fs::read_dir(root().join("crates")).unwrap();

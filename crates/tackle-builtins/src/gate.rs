@@ -3,8 +3,10 @@
 //! A tool formulates its own requests (which permission, which resources, what to save on
 //! "always"), because only the tool knows what a call touches. The [`Gate`] turns a request into
 //! a [`PermissionService::ask`] under the rules of the calling agent and turns a refusal into a
-//! [`ToolFailure`] the model can act on. Paths outside the Location are always asked for with
-//! `external_directory` first, before the tool's own permission.
+//! [`ToolFailure`] the model can act on. A request withdrawn before the user answered is not a
+//! refusal: it becomes [`ToolFailure::interruption`], which settles as interrupted, for the host
+//! only. Paths outside the Location are always asked for with `external_directory` first, before
+//! the tool's own permission.
 
 use std::fmt;
 use std::sync::Arc;
@@ -153,7 +155,10 @@ impl Gate {
     }
 }
 
-/// The model-facing failure for a refused permission.
+/// The model-facing failure for a refused permission, or the interruption for a withdrawn request.
 fn refusal(error: PermissionError) -> ToolFailure {
-    ToolFailure::new(error.to_string())
+    match error {
+        PermissionError::Cancelled { .. } => ToolFailure::interruption(error.to_string()),
+        error => ToolFailure::new(error.to_string()),
+    }
 }

@@ -134,16 +134,11 @@ impl Host {
             .map_err(|e| anyhow!(e))?;
         let with_batch = !config.is_disabled("batch") && !overridden.iter().any(|n| n == "batch");
         let batch_set = if with_batch {
-            let offer = offer.clone();
             ToolSet::new().with(
                 "batch",
-                batch_tool(
-                    &location,
-                    move |name: &str, definition: &ToolDefinition| offer(name, definition),
-                    BatchOptions {
-                        allowed: Some(batchable.clone()),
-                    },
-                ),
+                batch_tool(BatchOptions {
+                    allowed: Some(batchable.clone()),
+                }),
             )
         } else {
             ToolSet::new()
@@ -234,11 +229,16 @@ impl Host {
     }
 
     /// The turn the agent is offered for the model: every registered tool its rules do not
-    /// wholly deny, that serves the model's provider and that the model's tool set keeps.
-    pub(crate) fn materialize(&self) -> Turn {
+    /// wholly deny, that serves the model's provider and that the model's tool set keeps. With
+    /// a `dialect`, the turn speaks that provider's API: tools it cannot express are left out
+    /// (see [`Turn::incompatible`]) and calls are read as that API sends them.
+    pub(crate) fn materialize(&self, dialect: Option<tackle_core::Provider>) -> Turn {
         let offer = self.offer.clone();
-        self.location
-            .materialize(move |name: &str, definition: &ToolDefinition| offer(name, definition))
+        let filter = move |name: &str, definition: &ToolDefinition| offer(name, definition);
+        match dialect {
+            Some(dialect) => self.location.materialize_for(dialect, filter),
+            None => self.location.materialize(filter),
+        }
     }
 }
 

@@ -85,6 +85,10 @@ enum Command {
         /// Approve every permission question once.
         #[arg(long)]
         yes: bool,
+        /// Read the arguments as PROVIDER's API sends them (openai: `null` for an optional field
+        /// means the field is absent). A tool the provider cannot express is unknown.
+        #[arg(long, value_name = "PROVIDER")]
+        provider: Option<tackle_core::Provider>,
     },
     /// Serve the agent's tools to an MCP client over stdin and stdout, or over streamable HTTP.
     Serve {
@@ -250,7 +254,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             })?;
             host.supervise_mcp().await;
             let changes = host.location().changes();
-            let server = TackleServer::from_turns(move || host.materialize())
+            let server = TackleServer::from_turns(move || host.materialize(None))
                 .with_agent(agent)
                 .with_session(session.unwrap_or_else(|| "mcp".to_owned()))
                 .with_client_calls(calls);
@@ -275,9 +279,9 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             })?;
             let mut host = host;
             host.connect_mcp().await;
-            let turn = host.materialize();
+            let turn = host.materialize(provider);
             let text = match provider {
-                Some(provider) => render::tools_provider(&turn, provider)?,
+                Some(_) => render::tools_provider(&turn)?,
                 None if json => render::tools_json(&turn)?,
                 None => render::tools_plain(&turn),
             };
@@ -289,6 +293,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             args,
             json,
             yes,
+            provider,
         } => {
             let from_stdin = args.as_deref() == Some("-");
             let arguments = match args {
@@ -320,7 +325,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             })?;
             let mut host = host;
             host.connect_mcp().await;
-            let turn = host.materialize();
+            let turn = host.materialize(provider);
             // Ctrl-C cancels the call: it settles as interrupted, never as a result.
             let cancel = CancellationToken::new();
             let on_interrupt = cancel.clone();

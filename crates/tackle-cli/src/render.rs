@@ -36,7 +36,7 @@ fn content_line(content: &Content) -> String {
 pub(crate) fn operational_problem(settlement: &Settlement) -> Option<String> {
     match &settlement.outcome {
         Outcome::Success(_) | Outcome::Error(_) => None,
-        Outcome::Interrupted => Some(format!("{settlement}: the call was interrupted")),
+        Outcome::Interrupted(why) => Some(format!("{settlement}: the call was interrupted: {why}")),
         Outcome::Defect(defect) => Some(format!("{settlement}: {defect}")),
     }
 }
@@ -91,22 +91,13 @@ pub(crate) fn tools_json(turn: &Turn) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(&tools)?)
 }
 
-/// The advertised tools in `provider`'s tool-definition shape. A tool the provider cannot
-/// express is reported on stderr and left out; the others are still printed.
-pub(crate) fn tools_provider(
-    turn: &Turn,
-    provider: tackle_core::Provider,
-) -> anyhow::Result<String> {
-    let (tools, errors) = tackle_core::export_tools(
-        provider,
-        turn.tools()
-            .iter()
-            .map(|tool| (tool.name(), &**tool.definition())),
-    );
-    for error in &errors {
+/// The tools of a turn materialized for a provider, in that provider's tool-definition shape.
+/// A tool the provider cannot express was left out of the turn; it is reported on stderr.
+pub(crate) fn tools_provider(turn: &Turn) -> anyhow::Result<String> {
+    for error in turn.incompatible() {
         eprintln!("tackle: skipped a tool: {error}");
     }
     Ok(serde_json::to_string_pretty(&serde_json::Value::Array(
-        tools,
+        turn.export(),
     ))?)
 }

@@ -335,3 +335,88 @@ fn a_permission_config_applies_over_the_preset() {
         "{text}"
     );
 }
+
+#[test]
+fn call_with_provider_openai_reads_null_as_an_absent_field() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "hello\n");
+    let read = sandbox
+        .tackle()
+        .args(["--session", "s1", "call", "read", &read_args("a.txt")])
+        .output()
+        .unwrap();
+    assert_eq!(read.status.code(), Some(0));
+    // OpenAI strict mode sends every field, `null` for the ones the model leaves out.
+    let arguments = serde_json::json!({
+        "filePath": "a.txt", "oldString": "hello", "newString": "bye", "replaceAll": null
+    })
+    .to_string();
+    let plain = sandbox
+        .tackle()
+        .args(["--session", "s1", "call", "edit", &arguments])
+        .output()
+        .unwrap();
+    assert_eq!(plain.status.code(), Some(1));
+    assert!(
+        stdout(&plain).contains("replaceAll: expected boolean, got null"),
+        "{}",
+        stdout(&plain)
+    );
+    let openai = sandbox
+        .tackle()
+        .args([
+            "--session",
+            "s1",
+            "call",
+            "--provider",
+            "openai",
+            "edit",
+            &arguments,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(openai.status.code(), Some(0), "{}", stdout(&openai));
+    assert_eq!(sandbox.read("a.txt"), "bye\n");
+}
+
+#[test]
+fn tools_for_a_provider_leave_out_what_it_cannot_express() {
+    let sandbox = Sandbox::new();
+    let output = sandbox
+        .tackle()
+        .args(["tools", "--provider", "openai"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let tools: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"read") && !names.contains(&"batch"),
+        "{names:?}"
+    );
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("skipped a tool: tool `batch`"), "{stderr}");
+    // A call to it in that dialect is a call to a tool the turn does not offer.
+    let call = sandbox
+        .tackle()
+        .args([
+            "call",
+            "--provider",
+            "openai",
+            "batch",
+            r#"{"tool_calls": []}"#,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(call.status.code(), Some(1));
+    assert!(
+        stdout(&call).starts_with("Unknown tool `batch`"),
+        "{}",
+        stdout(&call)
+    );
+}

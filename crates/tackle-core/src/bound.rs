@@ -4,6 +4,7 @@
 //! model themselves.
 
 use std::io;
+use std::sync::{Mutex, PoisonError};
 
 use base64::Engine;
 use bytes::Bytes;
@@ -476,7 +477,8 @@ impl Recovery {
 /// A model-facing output after bounding.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bounded {
-    /// What the model reads. `structured` is the tool's domain output, untouched.
+    /// What the provider receives: the bounded content, and the structured value when it fits
+    /// with the text (else `null`, and the complete value is among `managed`).
     pub output: ToolOutput,
     /// Complete outputs retained because they exceeded the bound.
     pub managed: Vec<ManagedRef>,
@@ -512,24 +514,55 @@ fn truncation_marker(omitted: &Omitted, reference: &ManagedRef, recovery: &Recov
 
 /// Bounds a projected output: the one place model-facing output is truncated.
 ///
-/// - Text parts are measured together when there is content; the structured output is measured
-///   (as indented JSON) only when there is none, so data duplicated by content or media is never
-///   counted twice.
+/// Everything the provider receives is bounded, the structured value included:
+/// - Structured data the content already carries is not sent, counted or stored twice: strings
+///   of the structured value that repeat a media part's data are replaced by a short note
+///   ([`MEDIA_DATA_OMITTED`]), and a string value that is the content's text (a string output
+///   shown as itself) is sent as `null`.
 /// - Media parts stay native up to `limits.max_media_bytes`; a larger one is retained and replaced
 ///   by a note.
-/// - Oversized text is retained in full through `store` before any preview is published. If that
-///   fails, so does bounding: a lossy success is never returned.
-/// - `structured` is never altered (`LAW-STORAGE-ENCAPSULATION`).
-/// - Output that fits is measured where it lies, never copied or serialized. Oversized text is
-///   moved out of a single part (or joined once from several) and shared with the store, then
-///   freed as soon as the preview exists: at most one extra copy, none for a single part.
+/// - With content, the text parts are measured together and bounded to the limits. The
+///   structured value is then sent only when its JSON fits, with the text, in `max_bytes`;
+///   otherwise it is retained and sent as `null`.
+/// - Without content, the model reads the structured value, measured as indented JSON; when it
+///   does not fit, a preview of that JSON becomes the content and the value is sent as `null`.
+/// - Oversized text or JSON is retained in full through `store` before any preview is published.
+///   If that fails, so does bounding: a lossy success is never returned.
+/// - Output that fits is measured where it lies, never copied. Oversized text is moved out of a
+///   single part (or joined once from several) and shared with the store, then freed as soon as
+///   the preview exists: at most one extra copy, none for a single part.
 pub async fn bound_output(
-    mut output: ToolOutput,
+    output: ToolOutput,
     limits: &OutputLimits,
     store: &dyn OutputStore,
     recovery: &Recovery,
 ) -> Result<Bounded, RetentionError> {
-    let mut managed = Vec::new();
+    let managed = Mutex::new(Vec::new());
+    let output = bound_into(output, limits, store, recovery, &managed).await?;
+    let managed = managed.into_inner().unwrap_or_else(PoisonError::into_inner);
+    Ok(Bounded { output, managed })
+}
+
+/// What a string of the structured value becomes when a media part of the same result carries
+/// the same data.
+pub const MEDIA_DATA_OMITTED: &str = "(omitted here: the result carries this data as a media part)";
+
+/// [`bound_output`], adding each reference to `managed` as soon as it is retained, so a caller
+/// whose future is dropped midway still knows what was written.
+pub(crate) async fn bound_into(
+    mut output: ToolOutput,
+    limits: &OutputLimits,
+    store: &dyn OutputStore,
+    recovery: &Recovery,
+    managed: &Mutex<Vec<ManagedRef>>,
+) -> Result<ToolOutput, RetentionError> {
+    let keep = |reference: &ManagedRef| {
+        managed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(reference.clone());
+    };
+    omit_duplicates(&mut output);
     for part in &mut output.content {
         let oversized = part
             .media_bytes()
@@ -548,22 +581,24 @@ pub async fn bound_output(
                 .map_err(|e| RetentionError(format!("media part is not valid base64: {e}")))?;
             let size = bytes.len();
             let reference = store.retain(Bytes::from(bytes)).await?;
+            keep(&reference);
             *part = Content::text(format!(
                 "[{mime_type} media omitted: {} bytes exceeds the {}-byte media limit. Saved at {}.]",
                 thousands(size),
                 thousands(limits.max_media_bytes),
                 reference.path.display(),
             ));
-            managed.push(reference);
         }
     }
 
-    // Measure first: an output that fits is returned without copying or serializing it.
-    let (full, lines) = if output.has_content() {
-        let measure = Measure::of_joined(output.content.iter().filter_map(Content::as_text));
-        if measure.fits(limits) {
-            return Ok(Bounded { output, managed });
-        }
+    if !output.has_content() {
+        return bound_structured_only(output, limits, store, recovery, keep).await;
+    }
+    // Measure first: text that fits is left where it is.
+    let measure = Measure::of_joined(output.content.iter().filter_map(Content::as_text));
+    let text_bytes = if measure.fits(limits) {
+        measure.bytes
+    } else {
         // Take the text parts out, leaving the media parts in order.
         let mut texts = Vec::new();
         output.content.retain_mut(|part| match part {
@@ -573,44 +608,149 @@ pub async fn bound_output(
             }
             Content::Media { .. } => true,
         });
-        (
-            join_texts(texts, measure.bytes).into_bytes(),
-            measure.lines(),
-        )
-    } else {
-        if output.structured.is_null() {
-            return Ok(Bounded { output, managed });
-        }
-        let not_serialized = |e: serde_json::Error| {
-            RetentionError(format!("structured output did not serialize: {e}"))
-        };
-        // Cheap first: exact lines and an upper bound on bytes, from the tree alone.
-        let estimate = PrettyEstimate::of(&output.structured, 0);
-        if estimate.lines <= limits.max_lines && estimate.max_bytes <= limits.max_bytes {
-            return Ok(Bounded { output, managed });
-        }
-        let mut measure = Measure::default();
-        serde_json::to_writer_pretty(&mut measure, &output.structured).map_err(not_serialized)?;
-        if measure.fits(limits) {
-            return Ok(Bounded { output, managed });
-        }
-        let mut json = Vec::with_capacity(measure.bytes);
-        serde_json::to_writer_pretty(&mut json, &output.structured).map_err(not_serialized)?;
-        (json, measure.lines())
+        let full = join_texts(texts, measure.bytes).into_bytes();
+        let preview = retain_preview(full, measure.lines(), limits, store, recovery, keep).await?;
+        let bytes = preview.len();
+        output.content.insert(0, Content::text(preview));
+        bytes
     };
+    let budget = limits.max_bytes.saturating_sub(text_bytes);
+    if !structured_fits(&output.structured, budget)? {
+        let json = pretty_json(&output.structured)?;
+        let reference = store.retain(Bytes::from(json)).await?;
+        keep(&reference);
+        output.structured = Value::Null;
+    }
+    Ok(output)
+}
 
+/// Bounds an output without content: the model reads its structured value as indented JSON.
+async fn bound_structured_only(
+    mut output: ToolOutput,
+    limits: &OutputLimits,
+    store: &dyn OutputStore,
+    recovery: &Recovery,
+    keep: impl Fn(&ManagedRef),
+) -> Result<ToolOutput, RetentionError> {
+    if output.structured.is_null() {
+        return Ok(output);
+    }
+    // Cheap first: exact lines and an upper bound on bytes, from the tree alone.
+    let estimate = PrettyEstimate::of(&output.structured, 0);
+    if estimate.lines <= limits.max_lines && estimate.max_bytes <= limits.max_bytes {
+        return Ok(output);
+    }
+    let mut measure = Measure::default();
+    serde_json::to_writer_pretty(&mut measure, &output.structured).map_err(not_serialized)?;
+    if measure.fits(limits) {
+        return Ok(output);
+    }
+    let json = pretty_json(&output.structured)?;
+    let preview = retain_preview(json, measure.lines(), limits, store, recovery, keep).await?;
+    output.content.push(Content::text(preview));
+    output.structured = Value::Null;
+    Ok(output)
+}
+
+/// Retains `full` (UTF-8 text of `lines` lines) and returns its preview, marker included.
+async fn retain_preview(
+    full: Vec<u8>,
+    lines: usize,
+    limits: &OutputLimits,
+    store: &dyn OutputStore,
+    recovery: &Recovery,
+    keep: impl Fn(&ManagedRef),
+) -> Result<String, RetentionError> {
     // The store and the preview share one buffer: cloning `Bytes` counts a reference.
     let full = Bytes::from(full);
     let reference = store.retain(full.clone()).await?;
+    keep(&reference);
     let text = std::str::from_utf8(&full).expect("joined text and JSON are UTF-8");
-    let preview = preview(text, lines, limits, |omitted| {
+    Ok(preview(text, lines, limits, |omitted| {
         truncation_marker(omitted, &reference, recovery)
-    });
-    drop(full);
-    managed.push(reference);
+    }))
+}
 
-    output.content.insert(0, Content::text(preview));
-    Ok(Bounded { output, managed })
+/// True when `structured` is `null` or its compact JSON takes at most `budget` bytes.
+fn structured_fits(structured: &Value, budget: usize) -> Result<bool, RetentionError> {
+    if structured.is_null() {
+        return Ok(true);
+    }
+    // The indented estimate bounds the compact size too.
+    if PrettyEstimate::of(structured, 0).max_bytes <= budget {
+        return Ok(true);
+    }
+    let mut measure = Measure::default();
+    serde_json::to_writer(&mut measure, structured).map_err(not_serialized)?;
+    Ok(measure.bytes <= budget)
+}
+
+fn pretty_json(value: &Value) -> Result<Vec<u8>, RetentionError> {
+    serde_json::to_vec_pretty(value).map_err(not_serialized)
+}
+
+fn not_serialized(error: serde_json::Error) -> RetentionError {
+    RetentionError(format!("structured output did not serialize: {error}"))
+}
+
+/// Replaces every string of the structured value that equals the data of one of the output's
+/// media parts with [`MEDIA_DATA_OMITTED`].
+///
+/// A structured value that is just the content's text (a string output shown as itself, in one
+/// part or several) is a duplicate too: it becomes `null`.
+fn omit_duplicates(output: &mut ToolOutput) {
+    if let Value::String(structured) = &output.structured
+        && is_joined_text(&output.content, structured)
+    {
+        output.structured = Value::Null;
+        return;
+    }
+    let media: Vec<&str> = output
+        .content
+        .iter()
+        .filter_map(|part| match part {
+            Content::Media { data_base64, .. } => Some(data_base64.as_str()),
+            Content::Text { .. } => None,
+        })
+        .collect();
+    if media.is_empty() {
+        return;
+    }
+    fn walk(value: &mut Value, media: &[&str]) {
+        match value {
+            Value::String(text) if media.contains(&text.as_str()) => {
+                *text = MEDIA_DATA_OMITTED.to_owned();
+            }
+            Value::Array(items) => items.iter_mut().for_each(|item| walk(item, media)),
+            Value::Object(fields) => fields.values_mut().for_each(|field| walk(field, media)),
+            _ => {}
+        }
+    }
+    walk(&mut output.structured, &media);
+}
+
+/// True when `text` is the text parts of `content` joined with `\n`, as the bound joins them.
+fn is_joined_text(content: &[Content], text: &str) -> bool {
+    let mut rest = text;
+    let mut parts = content.iter().filter_map(Content::as_text).peekable();
+    if parts.peek().is_none() {
+        return false;
+    }
+    let mut first = true;
+    for part in parts {
+        if !first {
+            let Some(after) = rest.strip_prefix('\n') else {
+                return false;
+            };
+            rest = after;
+        }
+        first = false;
+        let Some(after) = rest.strip_prefix(part) else {
+            return false;
+        };
+        rest = after;
+    }
+    rest.is_empty()
 }
 
 /// `texts` joined with `\n`, skipping the separator while the result is still empty. A single

@@ -13,6 +13,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::standard::{Role, standard_schema};
+
 /// Raw arguments of a provider tool call, exactly as the provider sent them.
 ///
 /// Some providers send arguments as JSON text, others as an already parsed object; both decode
@@ -125,7 +127,9 @@ impl SchemaError {
 
 /// A type's JSON schema with its compiled validator and a one-line summary, built once per type.
 pub(crate) struct SchemaInfo {
+    /// The advertised schema: standard keywords only (see `standard.rs`).
     pub(crate) schema: Arc<Value>,
+    /// Validates against the schema as derived, which also accepts `null` for an optional field.
     validator: jsonschema::Validator,
     /// True when the schema states constraints that serde does not enforce (ranges, lengths,
     /// patterns...), so a successful serde decode must still be validated.
@@ -142,36 +146,50 @@ impl fmt::Debug for SchemaInfo {
     }
 }
 
-/// Returns the cached schema information for `T`, generating it on first use.
+/// Returns the cached schema information for `T` as a tool's input, generating it on first use.
 pub(crate) fn schema_info<T: JsonSchema + 'static>() -> Arc<SchemaInfo> {
-    static CACHE: OnceLock<Mutex<HashMap<TypeId, Arc<SchemaInfo>>>> = OnceLock::new();
+    cached::<T>(Role::Input)
+}
+
+/// Returns the cached schema information for `T` as a tool's output: derived for serialization,
+/// so it describes what serde writes.
+pub(crate) fn output_schema_info<T: JsonSchema + 'static>() -> Arc<SchemaInfo> {
+    cached::<T>(Role::Output)
+}
+
+fn cached<T: JsonSchema + 'static>(role: Role) -> Arc<SchemaInfo> {
+    type Cache = Mutex<HashMap<(TypeId, bool), Arc<SchemaInfo>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(info) = cache
-        .lock()
-        .expect("schema cache poisoned")
-        .get(&TypeId::of::<T>())
-    {
+    let key = (TypeId::of::<T>(), role == Role::Output);
+    if let Some(info) = cache.lock().expect("schema cache poisoned").get(&key) {
         return info.clone();
     }
     // Generate outside the lock: generation is slow and may recurse into other types.
-    let info = Arc::new(SchemaInfo::generate::<T>());
+    let info = Arc::new(SchemaInfo::generate::<T>(role));
     cache
         .lock()
         .expect("schema cache poisoned")
-        .entry(TypeId::of::<T>())
+        .entry(key)
         .or_insert(info)
         .clone()
 }
 
 impl SchemaInfo {
-    fn generate<T: JsonSchema>() -> Self {
+    fn generate<T: JsonSchema>(role: Role) -> Self {
         let started = std::time::Instant::now();
-        let schema = serde_json::to_value(schemars::schema_for!(T))
+        let settings = schemars::generate::SchemaSettings::default();
+        let settings = match role {
+            Role::Input => settings.for_deserialize(),
+            Role::Output => settings.for_serialize(),
+        };
+        let derived = serde_json::to_value(settings.into_generator().into_root_schema_for::<T>())
             .expect("a schemars schema always serializes");
         let validator = jsonschema::options()
-            .build(&schema)
+            .build(&derived)
             .expect("schemars produces valid JSON Schema");
-        let has_schema_only_constraints = has_schema_only_constraints(&schema);
+        let has_schema_only_constraints = has_schema_only_constraints(&derived);
+        let schema = standard_schema(&derived, role);
         let summary = summarize(&schema).into();
         tracing::debug!(
             target: "tackle::schema",
@@ -220,6 +238,7 @@ impl SchemaInfo {
             };
             SchemaError::new(format!("at {location}: {error}"))
         })?;
+        let schema = standard_schema(&schema, Role::Input);
         let summary = summarize(&schema).into();
         Ok(Self {
             schema: Arc::new(schema),

@@ -1,12 +1,15 @@
-//! The invocation context every tool receives: identity, cancellation and live progress.
+//! The invocation context every tool receives: identity, cancellation, live progress, and the
+//! turn its sub-calls settle in.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::ids::{AgentId, CallId, CallIdentity, MessageId, SessionId};
+use crate::settle::SubSettle;
+use crate::settlement::{Settlement, SubCallReport, ToolCall};
 
 /// One live progress update from a running tool: a new title, new metadata, or both.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,11 +38,58 @@ pub struct Context {
     inner: Arc<ContextInner>,
 }
 
-#[derive(Clone, Debug)]
 struct ContextInner {
     identity: CallIdentity,
     cancellation: CancellationToken,
     progress: Option<mpsc::Sender<Progress>>,
+    /// Set by settlement: where sub-calls settle and where their host-side outcomes are kept.
+    scope: Option<CallScope>,
+}
+
+impl Clone for ContextInner {
+    fn clone(&self) -> Self {
+        Self {
+            identity: self.identity.clone(),
+            cancellation: self.cancellation.clone(),
+            progress: self.progress.clone(),
+            scope: self.scope.as_ref().map(|scope| CallScope {
+                turn: scope.turn.clone(),
+                reports: Mutex::new(lock(&scope.reports).clone()),
+            }),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl std::fmt::Debug for ContextInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("identity", &self.identity)
+            .field("cancelled", &self.cancellation.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What settlement attaches to the context of a running call.
+struct CallScope {
+    /// The turn the call was settled in, when it has one.
+    turn: Option<Arc<dyn SubSettle>>,
+    /// Sub-calls that ended in an interruption or a defect.
+    reports: Mutex<Vec<SubCallReport>>,
+}
+
+/// Why [`Context::settle_sub`] could not settle a sub-call. Nothing ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SubCallError {
+    /// The call was not settled through a turn, so there is none to settle sub-calls against.
+    #[error("this call was not settled through a turn, so it cannot settle sub-calls")]
+    NoTurn,
+    /// The call is itself a sub-call; sub-calls do not nest.
+    #[error("a sub-call cannot settle sub-calls of its own")]
+    Nested,
 }
 
 impl Context {
@@ -50,8 +100,80 @@ impl Context {
                 identity,
                 cancellation,
                 progress: None,
+                scope: None,
             }),
         }
+    }
+
+    /// The context settlement runs a call with: this one, with the call's own scope (`turn`
+    /// for its sub-calls, and nothing reported yet). A context nobody else holds is reused.
+    pub(crate) fn for_settlement(mut self, turn: Option<Arc<dyn SubSettle>>) -> Self {
+        let scope = CallScope {
+            turn,
+            reports: Mutex::new(Vec::new()),
+        };
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.scope = Some(scope);
+            return self;
+        }
+        Self {
+            inner: Arc::new(ContextInner {
+                identity: self.inner.identity.clone(),
+                cancellation: self.inner.cancellation.clone(),
+                progress: self.inner.progress.clone(),
+                scope: Some(scope),
+            }),
+        }
+    }
+
+    /// The host-side outcomes of the sub-calls settled so far through this context.
+    pub(crate) fn take_sub_reports(&self) -> Vec<SubCallReport> {
+        match &self.inner.scope {
+            Some(scope) => std::mem::take(&mut *lock(&scope.reports)),
+            None => Vec::new(),
+        }
+    }
+
+    /// The turn this call was settled in, for the registry that settled it to downcast (the
+    /// registry's `batch` reads the turn's advertised tools through it). `None` outside
+    /// settlement. Settle sub-calls with [`Context::settle_sub`].
+    pub fn turn(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        let turn = self.inner.scope.as_ref()?.turn.as_ref()?;
+        Some(turn.as_any())
+    }
+
+    /// Settles `call` as sub-call `index` (1-based) of this call, against the turn this call was
+    /// settled in: the same captured registrations, so a name the turn did not advertise is
+    /// unknown and a changed registration is stale, exactly as for a direct call.
+    ///
+    /// The sub-call's identity is this call's four host-supplied IDs plus `index`
+    /// ([`CallIdentity::sub_call`]); its token is a child of this call's. It is bounded and
+    /// journaled on its own. When it ends in an interruption or a defect, this call's settlement
+    /// lists it in [`Settlement::sub_calls`](crate::Settlement) for the host; the tool should
+    /// tell the model only a neutral line about it.
+    pub async fn settle_sub(&self, index: u32, call: ToolCall) -> Result<Settlement, SubCallError> {
+        if self.inner.identity.sub_call.is_some() {
+            return Err(SubCallError::Nested);
+        }
+        let scope = self.inner.scope.as_ref().ok_or(SubCallError::NoTurn)?;
+        let turn = scope.turn.as_ref().ok_or(SubCallError::NoTurn)?;
+        let cx = Context {
+            inner: Arc::new(ContextInner {
+                identity: self.inner.identity.sub_call(index),
+                cancellation: self.inner.cancellation.child_token(),
+                progress: self.inner.progress.clone(),
+                scope: None,
+            }),
+        };
+        let settlement = turn.clone().settle(cx, call).await;
+        if settlement.outcome.is_for_host() {
+            lock(&scope.reports).push(SubCallReport {
+                index,
+                tool: settlement.tool.clone(),
+                outcome: settlement.outcome.clone(),
+            });
+        }
+        Ok(settlement)
     }
 
     /// The same context with a channel for live progress updates.

@@ -1,7 +1,9 @@
-//! Host-supplied identities: session, agent, assistant message and tool call.
+//! Host-supplied identities (session, agent, assistant message and tool call), the position of a
+//! sub-call inside its parent, and the identity of one registration.
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -72,7 +74,9 @@ define_id!(
 /// The complete identity of one invocation, supplied by the host.
 ///
 /// The registry never invents or rewrites any of these: the journal records them verbatim
-/// (`LAW-DURABLE-IDENTITY`).
+/// (`LAW-DURABLE-IDENTITY`). A call that another call settles on its behalf (a `batch` sub-call)
+/// keeps its parent's four IDs and adds its position, `sub_call`: its identity is the host's, plus
+/// an index, never a made-up call ID.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CallIdentity {
     /// The session the call belongs to.
@@ -81,12 +85,16 @@ pub struct CallIdentity {
     pub agent: AgentId,
     /// The assistant message that contains the call.
     pub assistant_message: MessageId,
-    /// The provider's call ID.
+    /// The provider's call ID. For a sub-call, its parent's.
     pub call: CallId,
+    /// For a sub-call, its 1-based position among its parent's sub-calls; `None` for a call the
+    /// host settled itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_call: Option<u32>,
 }
 
 impl CallIdentity {
-    /// Builds an identity from the four host-supplied IDs.
+    /// Builds the identity of a call the host settles itself, from the four host-supplied IDs.
     pub fn new(
         session: impl Into<SessionId>,
         agent: impl Into<AgentId>,
@@ -98,6 +106,42 @@ impl CallIdentity {
             agent: agent.into(),
             assistant_message: assistant_message.into(),
             call: call.into(),
+            sub_call: None,
         }
+    }
+
+    /// The identity of sub-call `index` (1-based) of this call: the same four IDs, plus the index.
+    pub fn sub_call(&self, index: u32) -> Self {
+        Self {
+            sub_call: Some(index),
+            ..self.clone()
+        }
+    }
+}
+
+/// The identity of one registration: one name in one registered record.
+///
+/// Every registration gets a fresh one, unique in the process, so a turn can tell whether the
+/// registration it advertised is still the effective one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RegistrationId(u64);
+
+impl RegistrationId {
+    /// A new identity, never handed out before in this process. Placements mint one per
+    /// registered name.
+    pub fn mint() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The raw number, as the journal stores it.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for RegistrationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "r{}", self.0)
     }
 }

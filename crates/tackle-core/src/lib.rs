@@ -6,12 +6,14 @@
 //! from the provider's JSON arguments and its output type `O` is encoded with serde; both schemas
 //! come from `schemars`, generated once per type and cached for the life of the process.
 //!
-//! The key decision of this crate is that *the codec boundary lives here, next to the type*.
-//! [`AnyTool::invoke`] is the one place where raw provider arguments become a typed input and a
-//! typed output becomes JSON, and it is the only way to run a tool's executor. A registry can
-//! resolve, bound and record around it, but cannot reach past it: every law about decoding,
-//! invalid output, panics and cancellation is enforced in one function that every tool, built-in
-//! or not, goes through.
+//! The key decision of this crate is that *the codec boundary and the settlement kernel live
+//! here, next to the type*. One crate-private function is where raw provider arguments become a
+//! typed input and a typed output becomes JSON, and it is the only way to run a tool's executor.
+//! Its one caller is [`Settle::run`], which undoes the provider dialect, bounds everything the
+//! provider receives and records the settlement, even when its future is dropped. A registry
+//! resolves names against its turns and hands the resolved tool to `Settle`; it cannot reach
+//! past it: every law about decoding, invalid output, panics, cancellation, bounding and
+//! recording is enforced here, for every tool, built-in or not.
 //!
 //! Decoding has a fast path and a teaching path. Serde decodes well-formed arguments directly.
 //! Only when that fails does the codec parse the JSON, coerce stringified numbers and booleans
@@ -31,25 +33,33 @@ mod failure;
 mod ids;
 mod ports;
 mod provider;
+mod settle;
+mod settlement;
+mod standard;
 mod tool;
 
 pub use bound::{
-    Bounded, Direction, LimitsOverride, Omitted, OutputLimits, Recovery, bound_output, bound_text,
-    count_lines, thousands,
+    Bounded, Direction, LimitsOverride, MEDIA_DATA_OMITTED, Omitted, OutputLimits, Recovery,
+    bound_output, bound_text, count_lines, thousands,
 };
 pub use codec::SchemaError;
 pub use codec::{Arguments, FieldError, InvalidInput};
 pub use content::{Content, ToolOutput};
-pub use context::{Context, Progress};
+pub use context::{Context, Progress, SubCallError};
 pub use failure::ToolFailure;
-pub use ids::{AgentId, CallId, CallIdentity, MessageId, SessionId};
+pub use ids::{AgentId, CallId, CallIdentity, MessageId, RegistrationId, SessionId};
 pub use ports::{
     Journal, JournalError, ManagedRef, OutcomeKind, OutputStore, ParseOutcomeKindError,
     PhaseTimings, RetentionError, SessionState, SessionStateError, SettlementRecord,
 };
 pub use provider::{
     GEMINI_KEYWORDS, OPENAI_DROPPED, ParseProviderError, Provider, SchemaCompatError, export_tool,
-    export_tools, restore_absent_fields,
+    export_tools,
+};
+pub use settle::{Settle, SettlementConfig, SubSettle};
+pub use settlement::{
+    Defect, Interruption, ModelError, ModelErrorKind, ModelResult, Outcome, Settlement,
+    SubCallReport, ToolCall,
 };
 pub use tool::{
     AnyTool, Concurrency, Invocation, InvocationOutcome, InvocationTimings, Tool, ToolDefinition,

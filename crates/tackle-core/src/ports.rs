@@ -185,10 +185,12 @@ pub struct JournalError(pub String);
 /// Durable record of every settlement.
 ///
 /// Be careful when:
-/// - implementing `record`. Resolve the future only once the record is durable (or, for an
-///   in-memory journal, visible to readers). A record is written whole or not at all.
+/// - implementing `record`. Take the record when `record` is called (queue it, or write it),
+///   not when the future is first polled: settlement drops the future of the record it makes
+///   for a call whose own future was dropped. Resolve the future only once the record is durable
+///   (or, for an in-memory journal, visible to readers). A record is written whole or not at all.
 pub trait Journal: Send + Sync + 'static {
-    /// Records one settlement.
+    /// Records one settlement. The record is taken at once, even if the future is never polled.
     fn record(&self, record: SettlementRecord) -> BoxFuture<'static, Result<(), JournalError>>;
 }
 

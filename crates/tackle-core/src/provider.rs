@@ -33,6 +33,7 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value, json};
 
+use crate::codec::Arguments;
 use crate::tool::ToolDefinition;
 
 /// A model provider whose tool-definition dialect tackle can export.
@@ -281,11 +282,32 @@ pub fn export_tools<'a>(
 ///
 /// OpenAI strict mode makes every property required and the optional ones nullable, so a model
 /// says "absent" with `null`. The codec decodes against the original schema, where such a field
-/// must be absent (a `#[serde(default)] limit: u32` does not decode from `null`). A host exporting
-/// for OpenAI calls this on the arguments before invoking the tool. Other `null`s are kept, so the
-/// codec still reports them.
-pub fn restore_absent_fields(input_schema: &Value, arguments: &mut Value) {
+/// must be absent (a `#[serde(default)] limit: u32` does not decode from `null`). Other `null`s
+/// are kept, so the codec still reports them.
+pub(crate) fn restore_absent_fields(input_schema: &Value, arguments: &mut Value) {
     restore(input_schema, input_schema, arguments, 0);
+}
+
+/// Undoes what exporting in `dialect` did to the arguments a model sends, before they are decoded:
+/// for OpenAI strict mode, a `null` for an optional field becomes an absent field again. Arguments
+/// that are not JSON are returned as they are, for the codec to report.
+pub(crate) fn restore_arguments(
+    dialect: Provider,
+    input_schema: &Value,
+    arguments: Arguments,
+) -> Arguments {
+    if dialect != Provider::OpenAi {
+        return arguments;
+    }
+    let mut value = match arguments {
+        Arguments::Json(value) => value,
+        Arguments::Text(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(value) => value,
+            Err(_) => return Arguments::Text(text),
+        },
+    };
+    restore_absent_fields(input_schema, &mut value);
+    Arguments::Json(value)
 }
 
 /// How deep [`restore_absent_fields`] follows arguments; deeper values are left as they are.
@@ -356,15 +378,15 @@ fn restore(root: &Value, schema: &Value, arguments: &mut Value, depth: usize) {
 
 /// A construct a dialect cannot express, before it is attributed to a tool.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Incompat {
+pub(crate) struct Incompat {
     path: String,
     reason: String,
 }
 
-type Lower<T = ()> = Result<T, Incompat>;
+pub(crate) type Lower<T = ()> = Result<T, Incompat>;
 
 /// A JSON pointer path being walked.
-type Path = Vec<String>;
+pub(crate) type Path = Vec<String>;
 
 fn incompat(path: &[String], reason: impl Into<String>) -> Incompat {
     Incompat {
@@ -432,7 +454,7 @@ const SCHEMA_MAP_KEYWORDS: &[&str] = &["properties", "patternProperties", "depen
 const SCHEMA_ARRAY_KEYWORDS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
 
 /// Calls `visit` on every direct subschema of `map`, with `path` extended to it.
-fn visit_subschemas(
+pub(crate) fn visit_subschemas(
     map: &mut Map<String, Value>,
     path: &mut Path,
     visit: &mut dyn FnMut(&mut Value, &mut Path) -> Lower,
@@ -485,7 +507,7 @@ fn each_indexed(
 }
 
 /// Does `schema` describe objects?
-fn is_object_schema(schema: &Value) -> bool {
+pub(crate) fn is_object_schema(schema: &Value) -> bool {
     let Some(map) = schema.as_object() else {
         return false;
     };
@@ -501,7 +523,7 @@ fn is_object_schema(schema: &Value) -> bool {
 
 /// `schema` with every local `$ref` inlined and the top-level metadata (`$schema`, `$id`,
 /// `$comment`, `title`, `$defs`, `definitions`) dropped. A recursive reference is an error.
-fn inline_refs(schema: &Value) -> Lower<Value> {
+pub(crate) fn inline_refs(schema: &Value) -> Lower<Value> {
     let mut out = schema.clone();
     let mut stack = vec!["#".to_owned()];
     inline(schema, &mut out, &mut stack, &mut Vec::new())?;
@@ -661,16 +683,7 @@ fn openai_node(node: &mut Value, path: &mut Path) -> Lower {
         }
     }
     map.insert("additionalProperties".to_owned(), Value::Bool(false));
-    let required: Vec<String> = map
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(|name| name.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let required = required_names(map);
     let properties = map
         .entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -687,8 +700,21 @@ fn openai_node(node: &mut Value, path: &mut Path) -> Lower {
     Ok(())
 }
 
+/// The names an object schema lists in `required`.
+pub(crate) fn required_names(map: &Map<String, Value>) -> Vec<String> {
+    map.get("required")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(|name| name.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Does `schema` accept `null`?
-fn accepts_null(schema: &Value) -> bool {
+pub(crate) fn accepts_null(schema: &Value) -> bool {
     let Some(map) = schema.as_object() else {
         return schema == &Value::Bool(true);
     };

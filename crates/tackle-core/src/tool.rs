@@ -20,10 +20,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bound::LimitsOverride;
-use crate::codec::{Arguments, InvalidInput, SchemaError, SchemaInfo, schema_info};
+use crate::codec::{
+    Arguments, InvalidInput, SchemaError, SchemaInfo, output_schema_info, schema_info,
+};
 use crate::content::{Content, ToolOutput};
 use crate::context::Context;
 use crate::failure::ToolFailure;
+use crate::settlement::Interruption;
 
 type ExecuteFn<I, O> =
     Arc<dyn Fn(I, Context) -> BoxFuture<'static, Result<O, ToolFailure>> + Send + Sync>;
@@ -184,7 +187,7 @@ where
         let tool = Self::build(
             description.into(),
             schema_info::<I>(),
-            schema_info::<O>(),
+            output_schema_info::<O>(),
             execute,
         );
         tracing::debug!(
@@ -315,7 +318,7 @@ impl Tool<Value, Value> {
         Ok(Self::build(
             description.into(),
             input,
-            schema_info::<Value>(),
+            output_schema_info::<Value>(),
             execute,
         ))
     }
@@ -347,8 +350,9 @@ pub enum InvocationOutcome {
     },
     /// The tool returned a value its output codec rejects. An operational error for the host.
     InvalidOutput(String),
-    /// The host cancelled the call. Not a tool result.
-    Interrupted,
+    /// The host cancelled the call, or the tool reported that it was stopped from outside. Not a
+    /// tool result.
+    Interrupted(Interruption),
     /// The tool panicked. An operational error for the host; the payload is never shown to the
     /// model.
     Panicked(String),
@@ -367,7 +371,7 @@ pub struct InvocationTimings {
     pub project: Duration,
 }
 
-/// The result of [`AnyTool::invoke`].
+/// The result of running one call through the codec boundary.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Invocation {
     /// How it ended.
@@ -404,8 +408,8 @@ impl AnyTool {
 
     /// Runs one call through the codec boundary: decode, execute, encode, check, project.
     ///
-    /// This is the settlement engine's entry point; hosts call tools through a registry's turn,
-    /// which adds resolution, bounding and recording around it. The future owns everything it
+    /// Only the settlement kernel calls it ([`Settle::run`](crate::Settle::run)), which adds the
+    /// bound and the journal around it (`LAW-SINGLE-EXECUTOR`). The future owns everything it
     /// needs, so it outlives any change to the registry that handed out this tool
     /// (`LAW-CAPTURED-EXECUTION`).
     ///
@@ -414,14 +418,29 @@ impl AnyTool {
     /// - Cancellation wins: once the context's token fires, the executor is dropped and the outcome
     ///   is `Interrupted`, and a `Failed` that races with cancellation is also reported as
     ///   `Interrupted` (`LAW-INTERRUPTION-NOT-A-RESULT`). A `Completed` output is kept: its effects
-    ///   happened.
+    ///   happened. A [`ToolFailure::interruption`] is `Interrupted` too, with its reason.
     /// - A panic anywhere in the tool's code becomes `Panicked`.
-    pub fn invoke(
+    pub(crate) fn run_invocation(
         &self,
         arguments: Arguments,
         cx: Context,
     ) -> impl Future<Output = Invocation> + Send + 'static {
         self.0.invoke(arguments, cx)
+    }
+
+    /// Runs one call through the codec boundary alone, without resolution, bound or journal: the
+    /// way a tool's own unit tests call it.
+    ///
+    /// Only with the `test-invoke` feature, which belongs in `[dev-dependencies]` only: a host
+    /// that enables it in a normal dependency gets a second way to run a tool
+    /// (`LAW-SINGLE-EXECUTOR`), and a tidy test refuses that inside this workspace.
+    #[cfg(any(test, feature = "test-invoke"))]
+    pub fn invoke(
+        &self,
+        arguments: Arguments,
+        cx: Context,
+    ) -> impl Future<Output = Invocation> + Send + 'static {
+        self.run_invocation(arguments, cx)
     }
 }
 
@@ -446,7 +465,7 @@ where
         Box::pin(async move {
             if cancellation.is_cancelled() {
                 return Invocation {
-                    outcome: InvocationOutcome::Interrupted,
+                    outcome: InvocationOutcome::Interrupted(Interruption::Cancelled),
                     timings,
                 };
             }
@@ -455,14 +474,19 @@ where
             let outcome = match select(std::pin::pin!(run), std::pin::pin!(cancelled)).await {
                 Either::Left((Ok(outcome), _)) => match outcome {
                     InvocationOutcome::Failed(_) if cancellation.is_cancelled() => {
-                        InvocationOutcome::Interrupted
+                        InvocationOutcome::Interrupted(Interruption::Cancelled)
+                    }
+                    InvocationOutcome::Failed(failure) if failure.is_interruption() => {
+                        InvocationOutcome::Interrupted(Interruption::Reported(
+                            failure.message().to_owned(),
+                        ))
                     }
                     outcome => outcome,
                 },
                 Either::Left((Err(panic), _)) => {
                     InvocationOutcome::Panicked(panic_message(&*panic))
                 }
-                Either::Right(((), _)) => InvocationOutcome::Interrupted,
+                Either::Right(((), _)) => InvocationOutcome::Interrupted(Interruption::Cancelled),
             };
             Invocation { outcome, timings }
         })

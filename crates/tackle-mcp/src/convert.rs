@@ -58,7 +58,7 @@ pub(crate) fn call_result(settlement: &Settlement) -> Result<CallToolResult, Err
             }
             Ok(CallToolResult::error(content))
         }
-        Outcome::Interrupted => Err(ErrorData::internal_error(
+        Outcome::Interrupted(_) => Err(ErrorData::internal_error(
             format!("the call to `{}` was interrupted", settlement.tool),
             None,
         )),

@@ -227,7 +227,7 @@ async fn cancelling_a_call_interrupts_it() {
         .expect("the cancelled call settles")
         .expect("the call task");
     assert!(
-        matches!(settled.outcome, Outcome::Interrupted),
+        matches!(settled.outcome, Outcome::Interrupted(_)),
         "{:?}",
         settled.outcome
     );

@@ -17,12 +17,15 @@
 //! not a string (or array of strings) runs as exclusive. A call that cannot run (refused, or a name
 //! the turn does not advertise) waits for nothing and blocks nothing.
 //!
-//! The batch tool holds only a weak handle to its Location, so registering it in that Location
-//! creates no reference cycle.
+//! Every sub-call settles against the turn the batch itself was settled in
+//! ([`Context::settle_sub`]): a name that turn did not advertise is unknown and a registration
+//! changed since is stale, exactly as for a direct call. A sub-call's identity is the batch's
+//! host-supplied IDs plus its 1-based position. A sub-call that ends in an interruption or a
+//! defect is listed in the batch's settlement for the host; the model reads one neutral line.
 
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared, join_all};
@@ -30,13 +33,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tackle_core::schemars::JsonSchema;
 use tackle_core::{
-    AnyTool, CallIdentity, Concurrency, Content, Context, InvalidInput, Tool, ToolDefinition,
-    ToolFailure,
+    AnyTool, Concurrency, Content, Context, InvalidInput, Outcome, Settlement, Tool, ToolCall,
+    ToolDefinition, ToolFailure,
 };
 
-use crate::location::{Location, LocationInner};
-use crate::settle::{Outcome, Settlement, ToolCall};
-use crate::turn::{Turn, TurnFilter};
+use crate::turn::TurnInner;
 
 /// The most sub-calls one batch accepts.
 pub const MAX_BATCH_CALLS: usize = 25;
@@ -109,9 +110,9 @@ pub struct BatchOutput {
 pub struct BatchCallResult {
     /// The tool the sub-call named.
     pub tool: String,
-    /// The sub-call's ID: the batch's call ID, `#`, and the 1-based position (`call-7#2`). The
-    /// journal records the sub-call under it.
-    pub call: String,
+    /// The sub-call's 1-based position. The journal records the sub-call under the batch's own
+    /// IDs with this index.
+    pub index: u32,
     /// How it ended: an `OutcomeKind` name (`success`, `failure`, `unknown`, `interrupted`, …),
     /// or `refused` when the batch did not run it.
     pub outcome: String,
@@ -122,26 +123,16 @@ pub struct BatchCallResult {
     pub text: String,
 }
 
-/// Builds the `batch` tool for `location`. Register it under the name `batch`.
+/// Builds the `batch` tool. Register it under the name `batch`, in a Location or in the process
+/// placement.
 ///
-/// Each call materializes a turn from `location` with `filter`, then settles every sub-call
-/// through that turn with [`Turn::settle`]: resolution, decoding, bounding and journal recording
-/// happen per sub-call, and permission is asked by the sub-call's tool as usual. A sub-call's
-/// context has the batch's session, agent and message, the call ID `<batch call>#<i>` (1-based)
-/// and a child of the batch's cancellation token.
-///
-/// The tool keeps only a weak handle to `location`; called after the Location is gone, it fails
-/// without running anything.
-pub fn batch_tool(
-    location: &Location,
-    filter: impl TurnFilter + Send + Sync + 'static,
-    options: BatchOptions,
-) -> AnyTool {
-    let shared = Arc::new(BatchState {
-        location: Arc::downgrade(&location.inner),
-        filter: Box::new(filter),
-        options,
-    });
+/// Each call settles every sub-call through [`Context::settle_sub`], against the turn the batch
+/// was called in: resolution, decoding, bounding and journal recording happen per sub-call, and
+/// permission is asked by the sub-call's tool as usual. A sub-call's context has the batch's
+/// session, agent, message and call IDs, its 1-based index, and a child of the batch's
+/// cancellation token.
+pub fn batch_tool(options: BatchOptions) -> AnyTool {
+    let shared = Arc::new(BatchState { options });
     Tool::new(
         description().clone(),
         move |input: BatchInput, cx: Context| {
@@ -169,8 +160,6 @@ fn description() -> &'static Arc<str> {
 
 /// What the batch executor captures.
 struct BatchState {
-    location: Weak<LocationInner>,
-    filter: Box<dyn TurnFilter + Send + Sync>,
     options: BatchOptions,
 }
 
@@ -251,37 +240,21 @@ impl BatchState {
             ))
             .with_hint("Split the calls into batches of at most 25."));
         }
-        let Some(inner) = self.location.upgrade() else {
+        let Some(turn) = cx.turn().and_then(|turn| turn.downcast_ref::<TurnInner>()) else {
             return Err(ToolFailure::new(
-                "The workspace this batch belongs to was closed, so nothing was run.",
+                "This batch was not called through a turn, so nothing was run.",
             ));
         };
-        let location = Location { inner };
-        let filter = &self.filter;
-        let turn = location.materialize(|name: &str, definition: &ToolDefinition| {
-            filter.advertise(name, definition)
-        });
-        let root = location.root().to_path_buf();
-        drop(location);
+        let root = turn.location.root().to_path_buf();
 
         let mut classes: Vec<Class> = Vec::with_capacity(total);
         let mut pending: Vec<Pending> = Vec::with_capacity(total);
-        for (index, BatchCall { tool, parameters }) in input.tool_calls.into_iter().enumerate() {
-            let call_id = format!("{}#{}", cx.call(), index + 1);
-            if let Some(message) = self.refusal(&turn, &tool) {
+        for (position, BatchCall { tool, parameters }) in input.tool_calls.into_iter().enumerate() {
+            // At most 25 calls: the index fits.
+            let index = position as u32 + 1;
+            if let Some(message) = self.refusal(turn, &tool) {
                 classes.push(Class::Idle);
-                let result = BatchCallResult {
-                    tool,
-                    call: call_id,
-                    outcome: "refused".to_owned(),
-                    ok: false,
-                    text: message,
-                };
-                pending.push(
-                    futures_util::future::ready(Arc::new(result))
-                        .boxed()
-                        .shared(),
-                );
+                pending.push(ready(refused(tool, index, message)));
                 continue;
             }
             let class = match turn.get(&tool) {
@@ -297,22 +270,14 @@ impl BatchState {
                 .map(|(_, done)| done.clone())
                 .collect();
             classes.push(class);
-            let identity = cx.identity();
-            let sub_cx = Context::new(
-                CallIdentity::new(
-                    identity.session.clone(),
-                    identity.agent.clone(),
-                    identity.assistant_message.clone(),
-                    call_id.as_str(),
-                ),
-                cx.cancellation().child_token(),
-            );
-            let turn = turn.clone();
+            let cx = cx.clone();
             let call = ToolCall::new(tool.clone(), Value::Object(parameters));
             let future = async move {
                 join_all(before).await;
-                let settlement = turn.settle(sub_cx, call).await;
-                Arc::new(describe(tool, call_id, &settlement))
+                Arc::new(match cx.settle_sub(index, call).await {
+                    Ok(settlement) => describe(tool, index, &settlement),
+                    Err(error) => refused(tool, index, format!("This call was not run: {error}.")),
+                })
             };
             pending.push(future.boxed().shared());
         }
@@ -334,7 +299,7 @@ impl BatchState {
     }
 
     /// Why `name` may not be called from this batch, as a model-facing message.
-    fn refusal(&self, turn: &Turn, name: &str) -> Option<String> {
+    fn refusal(&self, turn: &TurnInner, name: &str) -> Option<String> {
         let is_batch = |name: &str| {
             name == BATCH_NAME
                 || turn.get(name).is_some_and(|advertised| {
@@ -375,8 +340,27 @@ impl BatchState {
     }
 }
 
-/// One settled sub-call as the batch reports it.
-fn describe(tool: String, call: String, settlement: &Settlement) -> BatchCallResult {
+/// A sub-call that is already decided.
+fn ready(result: BatchCallResult) -> Pending {
+    futures_util::future::ready(Arc::new(result))
+        .boxed()
+        .shared()
+}
+
+/// A sub-call the batch did not run.
+fn refused(tool: String, index: u32, message: String) -> BatchCallResult {
+    BatchCallResult {
+        tool,
+        index,
+        outcome: "refused".to_owned(),
+        ok: false,
+        text: message,
+    }
+}
+
+/// One settled sub-call as the batch reports it. Interruptions and defects get a neutral line:
+/// their details are for the host, in the batch's settlement.
+fn describe(tool: String, index: u32, settlement: &Settlement) -> BatchCallResult {
     let (ok, text) = match &settlement.outcome {
         Outcome::Success(output) => {
             let mut parts = Vec::new();
@@ -395,7 +379,7 @@ fn describe(tool: String, call: String, settlement: &Settlement) -> BatchCallRes
             (true, parts.join("\n"))
         }
         Outcome::Error(error) => (false, error.text()),
-        Outcome::Interrupted => (
+        Outcome::Interrupted(_) => (
             false,
             "The call was interrupted before it finished; its effects, if any, are unknown."
                 .to_owned(),
@@ -409,7 +393,7 @@ fn describe(tool: String, call: String, settlement: &Settlement) -> BatchCallRes
     };
     BatchCallResult {
         tool,
-        call,
+        index,
         outcome: settlement.outcome.kind().as_str().to_owned(),
         ok,
         text,

@@ -18,10 +18,11 @@
 //! Reads are lock-free: each placement publishes an immutable snapshot through `arc-swap`, so
 //! registration churn never blocks settlement. Writers copy the small name map and swap it in.
 //!
-//! Settlement is one pipeline: resolve, decode, execute, encode, project (in the tool's codec,
-//! see `tackle_core::AnyTool::invoke`), then bound the model-facing output once and record the
-//! settlement in the journal. The registry does no IO of its own: the output store and the
-//! journal are ports handed in through [`SettlementConfig`].
+//! Settlement is one pipeline: the registry resolves the name against the turn, then core's
+//! kernel (`tackle_core::Settle`) decodes, executes, encodes, projects, bounds the model-facing
+//! output once and records the settlement in the journal. The registry cannot run an executor
+//! any other way. It does no IO of its own: the output store and the journal are ports handed in
+//! through [`SettlementConfig`].
 //!
 //! ```text
 //!             ToolRegistry (process)          ToolRegistry (Location)
@@ -42,9 +43,13 @@ mod suggest;
 mod turn;
 
 pub use batch::{BatchCallResult, BatchOptions, BatchOutput, MAX_BATCH_CALLS, batch_tool};
-pub use location::{Location, SettlementConfig};
-pub use placement::{
-    Registration, RegistrationError, RegistrationId, RegistryChanges, ToolRegistry, ToolSet,
-};
-pub use settle::{Defect, ModelError, ModelErrorKind, ModelResult, Outcome, Settlement, ToolCall};
+pub use location::Location;
+pub use placement::{Registration, RegistrationError, RegistryChanges, ToolRegistry, ToolSet};
 pub use turn::{AdvertisedTool, AllTools, Turn, TurnFilter};
+
+// Settlement's vocabulary lives in core, next to the kernel that produces it; re-exported so a
+// host needs only this crate to settle.
+pub use tackle_core::{
+    Defect, Interruption, ModelError, ModelErrorKind, ModelResult, Outcome, RegistrationId,
+    Settlement, SettlementConfig, SubCallReport, ToolCall,
+};

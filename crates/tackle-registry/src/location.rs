@@ -1,77 +1,16 @@
 //! A Location: an opened workspace root with its own placement layered over the process one,
 //! and the settlement configuration its turns use.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tackle_core::{AgentId, Journal, LimitsOverride, OutputLimits, OutputStore};
+use tackle_core::{Provider, SettlementConfig};
 
 use crate::placement::{
     Entry, Registration, RegistrationError, RegistryChanges, ToolRegistry, ToolSet,
 };
 use crate::turn::{Turn, TurnFilter};
-
-/// How a Location's turns bound and record their settlements.
-///
-/// There is no `Default`: a host must choose where complete outputs and the journal live.
-#[derive(Clone)]
-pub struct SettlementConfig {
-    pub(crate) store: Arc<dyn OutputStore>,
-    pub(crate) journal: Arc<dyn Journal>,
-    pub(crate) limits: OutputLimits,
-    pub(crate) agent_limits: HashMap<AgentId, LimitsOverride>,
-    pub(crate) read_tool: String,
-    pub(crate) grep_tool: String,
-}
-
-impl fmt::Debug for SettlementConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SettlementConfig")
-            .field("limits", &self.limits)
-            .field("agent_limits", &self.agent_limits)
-            .field("read_tool", &self.read_tool)
-            .field("grep_tool", &self.grep_tool)
-            .finish_non_exhaustive()
-    }
-}
-
-impl SettlementConfig {
-    /// Settlement with default limits (2000 lines, 50 KiB, head+tail), retaining oversized
-    /// output in `store` and recording every settlement in `journal`.
-    pub fn new(store: Arc<dyn OutputStore>, journal: Arc<dyn Journal>) -> Self {
-        Self {
-            store,
-            journal,
-            limits: OutputLimits::default(),
-            agent_limits: HashMap::new(),
-            read_tool: "read".to_owned(),
-            grep_tool: "grep".to_owned(),
-        }
-    }
-
-    /// Replaces the registry-wide output limits.
-    pub fn with_limits(mut self, limits: OutputLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Overrides the limits for one agent. A tool's own preference sits below this; a per-call
-    /// override sits above it.
-    pub fn with_agent_limits(mut self, agent: impl Into<AgentId>, limits: LimitsOverride) -> Self {
-        self.agent_limits.insert(agent.into(), limits);
-        self
-    }
-
-    /// The names of the tools the truncation hint may point to (defaults: `read`, `grep`). The
-    /// hint names one only when the turn advertises it.
-    pub fn with_recovery_tools(mut self, read: impl Into<String>, grep: impl Into<String>) -> Self {
-        self.read_tool = read.into();
-        self.grep_tool = grep.into();
-        self
-    }
-}
 
 pub(crate) struct LocationInner {
     root: PathBuf,
@@ -81,6 +20,11 @@ pub(crate) struct LocationInner {
 }
 
 impl LocationInner {
+    /// The workspace root.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// The effective registration of `name`: the Location's latest, else the process's latest.
     pub(crate) fn effective(&self, name: &str) -> Option<Entry> {
         if let Some(entry) = self.local.placement().load().effective(name) {
@@ -149,12 +93,33 @@ impl Location {
     /// Captures what a provider turn advertises: for each effective name that `filter` keeps, its
     /// definition and registration identity. Handlers are not captured; settlement looks them
     /// up again and rejects the call if the registration changed.
+    ///
+    /// The turn speaks canonical JSON Schema (what MCP lists). For a model provider's own
+    /// dialect, use [`Location::materialize_for`].
     pub fn materialize(&self, filter: impl TurnFilter) -> Turn {
         Turn::materialize(
             self.inner.clone(),
             &self.inner.process,
             &self.inner.local,
             filter,
+            None,
+        )
+    }
+
+    /// Like [`Location::materialize`], for a request to `dialect`'s API.
+    ///
+    /// A tool whose schema the dialect cannot express is left out of the turn, so a call to it is
+    /// `unknown`; [`Turn::incompatible`] says which and why, for the host to report when it
+    /// prepares the request. [`Turn::export`] gives the tool definitions to send, and settlement
+    /// undoes the dialect's changes to the arguments before decoding them (OpenAI strict mode's
+    /// `null` for an optional field becomes an absent field again).
+    pub fn materialize_for(&self, dialect: Provider, filter: impl TurnFilter) -> Turn {
+        Turn::materialize(
+            self.inner.clone(),
+            &self.inner.process,
+            &self.inner.local,
+            filter,
+            Some(dialect),
         )
     }
 }

@@ -1,41 +1,20 @@
 //! One registration placement: a stack of scoped contributions per name, read lock-free.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use arc_swap::ArcSwap;
-use tackle_core::AnyTool;
+use tackle_core::{AnyTool, RegistrationId};
 use tokio::sync::watch;
 
 use crate::name::{NAME_GRAMMAR, check_name};
 
-/// The identity of one registration of one name.
-///
-/// Every call to [`ToolRegistry::register`] mints a fresh identity per name, unique in the
-/// process, even when the same tool value is registered again. A turn remembers the identity it
-/// advertised; settlement rejects the call as stale when the effective identity differs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RegistrationId(u64);
+static NEXT_CONTRIBUTION: AtomicU64 = AtomicU64::new(1);
 
-impl RegistrationId {
-    /// The raw number, as the journal stores it.
-    pub fn get(self) -> u64 {
-        self.0
-    }
-}
-
-impl fmt::Display for RegistrationId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "r{}", self.0)
-    }
-}
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-fn next_id() -> u64 {
-    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+/// A fresh contribution number, unique in the process.
+fn next_contribution() -> u64 {
+    NEXT_CONTRIBUTION.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A registration record: model-facing names mapped to tools.
@@ -205,13 +184,13 @@ impl ToolRegistry {
                 return Err(RegistrationError::DuplicateName(name.clone()));
             }
         }
-        let contribution = next_id();
+        let contribution = next_contribution();
         let mut names = Vec::with_capacity(record.tools.len());
         let mut identities = Vec::with_capacity(record.tools.len());
         self.inner.update(|stacks| {
             for (name, tool) in record.tools {
                 let name: Arc<str> = name.into();
-                let identity = RegistrationId(next_id());
+                let identity = RegistrationId::mint();
                 stacks.entry(name.clone()).or_default().push(Entry {
                     identity,
                     contribution,

@@ -4,10 +4,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use tackle_core::{Recovery, ToolDefinition};
+use serde_json::Value;
+use tackle_core::{
+    Provider, Recovery, RegistrationId, SchemaCompatError, ToolDefinition, export_tool,
+};
 
 use crate::location::LocationInner;
-use crate::placement::{RegistrationId, ToolRegistry};
+use crate::placement::ToolRegistry;
 
 /// Decides which effective tools a turn advertises. The permission engine uses it to hide tools
 /// an agent may not call.
@@ -63,6 +66,23 @@ pub(crate) struct TurnInner {
     tools: Vec<AdvertisedTool>,
     index: HashMap<Arc<str>, usize>,
     pub(crate) recovery: Recovery,
+    pub(crate) dialect: Option<Provider>,
+    /// The advertised tools in the dialect's shape, in the order of `tools`.
+    exported: Vec<Value>,
+    /// The tools left out because the dialect cannot express them.
+    incompatible: Vec<SchemaCompatError>,
+}
+
+impl TurnInner {
+    /// The advertised tools, sorted by name.
+    pub(crate) fn tools(&self) -> &[AdvertisedTool] {
+        &self.tools
+    }
+
+    /// The advertised tool called `name`, if any.
+    pub(crate) fn get(&self, name: &str) -> Option<&AdvertisedTool> {
+        self.index.get(name).map(|&i| &self.tools[i])
+    }
 }
 
 /// What one provider turn advertised, and the only way to settle that turn's calls.
@@ -89,6 +109,7 @@ impl Turn {
         process: &ToolRegistry,
         local: &ToolRegistry,
         filter: impl TurnFilter,
+        dialect: Option<Provider>,
     ) -> Self {
         let process = process.placement().load();
         let local = local.placement().load();
@@ -104,37 +125,76 @@ impl Turn {
             })
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut exported = Vec::new();
+        let mut incompatible = Vec::new();
+        if let Some(dialect) = dialect {
+            tools.retain(
+                |tool| match export_tool(dialect, &tool.name, &tool.definition) {
+                    Ok(definition) => {
+                        exported.push(definition);
+                        true
+                    }
+                    Err(error) => {
+                        incompatible.push(error);
+                        false
+                    }
+                },
+            );
+        }
         let index = tools
             .iter()
             .enumerate()
             .map(|(i, tool)| (tool.name.clone(), i))
             .collect::<HashMap<_, _>>();
-        let config = &location.config;
-        let recovery = Recovery {
-            read: index
-                .contains_key(config.read_tool.as_str())
-                .then(|| config.read_tool.clone()),
-            grep: index
-                .contains_key(config.grep_tool.as_str())
-                .then(|| config.grep_tool.clone()),
-        };
+        let recovery = location.config.recovery(|name| index.contains_key(name));
         Turn {
             inner: Arc::new(TurnInner {
                 location,
                 tools,
                 index,
                 recovery,
+                dialect,
+                exported,
+                incompatible,
             }),
         }
     }
 
+    /// The provider dialect this turn was materialized for, or `None` for canonical JSON Schema.
+    pub fn dialect(&self) -> Option<Provider> {
+        self.inner.dialect
+    }
+
+    /// The advertised tools as the request to the provider lists them: in the turn's dialect, or
+    /// as MCP `tools/list` entries for a turn without one. A tool MCP cannot express is left out
+    /// of that listing (and reported by [`tackle_core::export_tools`]).
+    pub fn export(&self) -> Vec<Value> {
+        if self.inner.dialect.is_some() {
+            return self.inner.exported.clone();
+        }
+        tackle_core::export_tools(
+            Provider::Mcp,
+            self.tools()
+                .iter()
+                .map(|tool| (tool.name(), &**tool.definition())),
+        )
+        .0
+    }
+
+    /// The tools the filter kept but the turn's dialect cannot express, so the turn left them
+    /// out, each with the schema path and the reason. A host reports them when it prepares the
+    /// request; a call to one settles as `unknown`.
+    pub fn incompatible(&self) -> &[SchemaCompatError] {
+        &self.inner.incompatible
+    }
+
     /// The advertised tools, sorted by name.
     pub fn tools(&self) -> &[AdvertisedTool] {
-        &self.inner.tools
+        self.inner.tools()
     }
 
     /// The advertised tool called `name`, if any.
     pub fn get(&self, name: &str) -> Option<&AdvertisedTool> {
-        self.inner.index.get(name).map(|&i| &self.inner.tools[i])
+        self.inner.get(name)
     }
 }

@@ -18,11 +18,17 @@ use tokio::sync::oneshot;
 pub const MAX_BATCH: usize = 4096;
 
 /// The schema version stored in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 1;
+///
+/// - 1: one row per settlement, keyed by the host's IDs.
+/// - 2: `call_index` and `parent_call`, for sub-calls settled on behalf of a call (a `batch`'s).
+const SCHEMA_VERSION: i64 = 2;
 
 /// How long a connection waits for another process's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The current schema. A sub-call's row keeps its parent's host-supplied IDs (`call` is the
+/// parent's call ID) and adds its 1-based `call_index`; `parent_call` repeats the parent's call ID
+/// for sub-calls only (`NULL` for a direct call), computed rather than stored.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS settlements (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -41,20 +47,33 @@ CREATE TABLE IF NOT EXISTS settlements (
     execute_us INTEGER NOT NULL,
     encode_us INTEGER NOT NULL,
     project_us INTEGER NOT NULL,
-    bound_us INTEGER NOT NULL
+    bound_us INTEGER NOT NULL,
+    call_index INTEGER,
+    parent_call TEXT GENERATED ALWAYS AS (CASE WHEN call_index IS NULL THEN NULL ELSE call END) VIRTUAL
 ) STRICT;
 CREATE INDEX IF NOT EXISTS settlements_by_session ON settlements (session, id);
+CREATE INDEX IF NOT EXISTS settlements_by_parent ON settlements (parent_call, call_index);
+";
+
+/// From version 1: the sub-call columns, added to the rows already there (all direct calls).
+const MIGRATE_1_TO_2: &str = "
+ALTER TABLE settlements ADD COLUMN call_index INTEGER;
+ALTER TABLE settlements ADD COLUMN parent_call TEXT
+    GENERATED ALWAYS AS (CASE WHEN call_index IS NULL THEN NULL ELSE call END) VIRTUAL;
+CREATE INDEX IF NOT EXISTS settlements_by_parent ON settlements (parent_call, call_index);
 ";
 
 const INSERT: &str = "
 INSERT INTO settlements (
-    session, agent, assistant_message, call, tool, registration, outcome, model_result, managed,
-    started_at_ms, resolve_us, decode_us, execute_us, encode_us, project_us, bound_us
-) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)";
+    session, agent, assistant_message, call, call_index, tool, registration, outcome,
+    model_result, managed, started_at_ms, resolve_us, decode_us, execute_us, encode_us,
+    project_us, bound_us
+) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
 
 const SELECT: &str = "
-SELECT id, session, agent, assistant_message, call, tool, registration, outcome, model_result,
-    managed, started_at_ms, resolve_us, decode_us, execute_us, encode_us, project_us, bound_us
+SELECT id, session, agent, assistant_message, call, call_index, tool, registration, outcome,
+    model_result, managed, started_at_ms, resolve_us, decode_us, execute_us, encode_us,
+    project_us, bound_us
 FROM settlements";
 
 /// What a resolved [`SqliteJournal::record`](Journal::record) survives.
@@ -107,6 +126,7 @@ struct RowValues {
     agent: String,
     assistant_message: String,
     call: String,
+    call_index: Option<i64>,
     tool: String,
     registration: Option<i64>,
     outcome: &'static str,
@@ -259,15 +279,21 @@ fn prepare_writer(conn: &Connection, durability: Durability) -> Result<(), BoxEr
         return Err(format!("the database refused WAL mode (it is in {mode} mode)").into());
     }
     conn.pragma_update(None, "synchronous", durability.pragma())?;
-    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    if version > SCHEMA_VERSION {
-        return Err(format!(
-            "schema version {version} is newer than this build understands ({SCHEMA_VERSION})"
-        )
-        .into());
+    // Another process may be creating or migrating the same file: decide under its write lock.
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    let version: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    match version {
+        1 => tx.execute_batch(MIGRATE_1_TO_2)?,
+        0 | SCHEMA_VERSION => tx.execute_batch(SCHEMA)?,
+        newer => {
+            return Err(format!(
+                "schema version {newer} is newer than this build understands ({SCHEMA_VERSION})"
+            )
+            .into());
+        }
     }
-    conn.execute_batch(SCHEMA)?;
-    conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
     Ok(())
 }
 
@@ -308,6 +334,7 @@ fn commit(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
                 row.agent,
                 row.assistant_message,
                 row.call,
+                row.call_index,
                 row.tool,
                 row.registration,
                 row.outcome,
@@ -347,6 +374,7 @@ impl RowValues {
             agent: identity.agent.as_str().to_owned(),
             assistant_message: identity.assistant_message.as_str().to_owned(),
             call: identity.call.as_str().to_owned(),
+            call_index: identity.sub_call.map(i64::from),
             tool: record.tool.clone(),
             registration,
             outcome: record.outcome.as_str(),
@@ -384,13 +412,22 @@ fn read_row(row: &Row<'_>) -> Result<SettlementRecord, BoxError> {
     let managed: String = row.get("managed")?;
     let managed: Vec<ManagedRef> = serde_json::from_str(&managed).map_err(|e| in_row(e.into()))?;
 
-    Ok(SettlementRecord {
-        identity: CallIdentity::new(
-            row.get::<_, String>("session")?,
-            row.get::<_, String>("agent")?,
-            row.get::<_, String>("assistant_message")?,
-            row.get::<_, String>("call")?,
+    let sub_call = match row.get::<_, Option<i64>>("call_index")? {
+        Some(index) => Some(
+            u32::try_from(index).map_err(|_| in_row(format!("call_index is {index}").into()))?,
         ),
+        None => None,
+    };
+    Ok(SettlementRecord {
+        identity: CallIdentity {
+            sub_call,
+            ..CallIdentity::new(
+                row.get::<_, String>("session")?,
+                row.get::<_, String>("agent")?,
+                row.get::<_, String>("assistant_message")?,
+                row.get::<_, String>("call")?,
+            )
+        },
         tool: row.get("tool")?,
         registration,
         outcome,

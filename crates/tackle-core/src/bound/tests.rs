@@ -720,7 +720,8 @@ async fn structured_only_output_is_measured_as_pretty_json() {
         .await
         .unwrap();
     let pretty = serde_json::to_string_pretty(&structured).unwrap();
-    assert_eq!(bounded.output.structured, structured);
+    // The model reads the preview; the complete value is retained, not sent again.
+    assert_eq!(bounded.output.structured, Value::Null);
     assert_eq!(store.blobs(), vec![pretty.clone().into_bytes()]);
     assert_eq!(bounded.output.content.len(), 1);
     let preview = bounded.output.content[0].as_text().unwrap();
@@ -765,34 +766,99 @@ async fn small_structured_only_output_is_unchanged() {
 }
 
 #[tokio::test]
-async fn structured_output_is_never_counted_when_there_is_content() {
+async fn structured_output_is_sent_only_when_it_fits_with_the_text() {
     let store = MemoryStore::default();
-    let huge = json!({"rows": (0..10_000).collect::<Vec<_>>()});
-    let png = base64_of(&[7u8; 300]);
-    let output = ToolOutput {
-        content: vec![
-            Content::text("3 rows"),
-            Content::media("image/png", png.clone()),
-        ],
-        structured: huge.clone(),
+    let limits = limits(10, 1_024, Direction::HeadTail);
+    // Small: the text and the JSON fit together, so both are sent as they are.
+    let small = ToolOutput {
+        content: vec![Content::text("3 rows")],
+        structured: json!({"rows": [1, 2, 3]}),
     };
-    let bounded = bound_output(output.clone(), &ten_lines(), &store, &Recovery::default())
+    let bounded = bound_output(small.clone(), &limits, &store, &Recovery::default())
         .await
         .unwrap();
-    assert_eq!(bounded.output, output);
-    assert!(bounded.managed.is_empty());
+    assert_eq!(bounded.output, small);
     assert!(store.blobs().is_empty());
 
-    // Media-only content is passed through as well.
+    // Huge: the text is sent, the JSON is retained whole and sent as null.
+    let huge = json!({"rows": (0..10_000).collect::<Vec<_>>()});
     let output = ToolOutput {
-        content: vec![Content::media("image/png", png)],
-        structured: huge,
+        content: vec![Content::text("10,000 rows")],
+        structured: huge.clone(),
     };
-    let bounded = bound_output(output.clone(), &ten_lines(), &store, &Recovery::default())
+    let bounded = bound_output(output, &limits, &store, &Recovery::default())
         .await
         .unwrap();
-    assert_eq!(bounded.output, output);
+    assert_eq!(bounded.output.content, vec![Content::text("10,000 rows")]);
+    assert_eq!(bounded.output.structured, Value::Null);
+    assert_eq!(
+        store.blobs(),
+        vec![serde_json::to_vec_pretty(&huge).unwrap()]
+    );
+    assert_eq!(bounded.managed.len(), 1);
+
+    // The byte limit is shared: JSON that fits alone but not beside the text is retained too.
+    let text = "x".repeat(600);
+    let beside = json!({"note": "y".repeat(500)});
+    let output = ToolOutput {
+        content: vec![Content::text(text.clone())],
+        structured: beside.clone(),
+    };
+    let bounded = bound_output(output, &limits, &store, &Recovery::default())
+        .await
+        .unwrap();
+    assert_eq!(bounded.output.content, vec![Content::text(text)]);
+    assert_eq!(bounded.output.structured, Value::Null);
+    assert_eq!(bounded.managed.len(), 1);
+}
+
+#[tokio::test]
+async fn structured_data_repeated_by_a_media_part_is_sent_and_stored_once() {
+    let store = MemoryStore::default();
+    let png = base64_of(&[7u8; 30_000]);
+    let output = ToolOutput {
+        content: vec![
+            Content::text("Image read."),
+            Content::media("image/png", png.clone()),
+        ],
+        structured: json!({"output": "Image read.", "mimeType": "image/png", "dataBase64": png}),
+    };
+    let bounded = bound_output(output, &ten_lines(), &store, &Recovery::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        bounded.output.structured,
+        json!({
+            "output": "Image read.",
+            "mimeType": "image/png",
+            "dataBase64": crate::bound::MEDIA_DATA_OMITTED,
+        })
+    );
+    assert_eq!(
+        bounded.output.content[1],
+        Content::media("image/png", png.clone())
+    );
     assert!(store.blobs().is_empty());
+
+    // An oversized image is retained once, as bytes; the structured copy is not stored again.
+    let output = ToolOutput {
+        content: vec![Content::media("image/png", png.clone())],
+        structured: json!({"dataBase64": png}),
+    };
+    let small_media = OutputLimits {
+        max_media_bytes: 1_000,
+        ..ten_lines()
+    };
+    let bounded = bound_output(output, &small_media, &store, &Recovery::default())
+        .await
+        .unwrap();
+    assert_eq!(store.blobs(), vec![vec![7u8; 30_000]]);
+    assert_eq!(
+        bounded.output.structured,
+        json!({"dataBase64": crate::bound::MEDIA_DATA_OMITTED})
+    );
+    let sent = serde_json::to_string(&bounded.output).unwrap();
+    assert!(sent.len() < 1_000, "{sent}");
 }
 
 #[tokio::test]

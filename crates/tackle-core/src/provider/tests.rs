@@ -523,20 +523,27 @@ fn gemini_export_lowers_nullables_and_enums() {
     let parameters = &tool["parameters"];
     assert_eq!(parameters["type"], "object");
     let properties = &parameters["properties"];
+    // Optional fields are plainly optional in the advertised schema, so not nullable here.
     assert_eq!(properties["age"]["type"], "integer");
-    assert_eq!(properties["age"]["nullable"], true);
+    assert!(properties["age"].get("nullable").is_none());
     assert!(
         properties["age"].get("format").is_none(),
         "uint32 is not a Gemini format"
     );
     assert_eq!(properties["other"]["type"], "object");
-    assert_eq!(properties["other"]["nullable"], true);
+    assert!(properties["other"].get("nullable").is_none());
     assert_eq!(properties["other"]["description"], "A second address.");
     assert_eq!(properties["fallback"]["enum"], json!(["fast", "careful"]));
-    assert_eq!(properties["fallback"]["nullable"], true);
+    assert!(properties["fallback"].get("nullable").is_none());
     assert_eq!(properties["level"]["type"], "string");
     assert_eq!(properties["level"]["enum"], json!(["quiet", "loud"]));
-    assert_eq!(properties["home"]["properties"]["zip"]["nullable"], true);
+    assert!(
+        properties["home"]["properties"]["zip"]
+            .get("nullable")
+            .is_none()
+    );
+    let required = parameters["required"].as_array().unwrap();
+    assert!(!required.contains(&json!("age")) && required.contains(&json!("name")));
     let mut nodes = Vec::new();
     walk(parameters, String::new(), &mut nodes);
     for (path, node) in nodes {

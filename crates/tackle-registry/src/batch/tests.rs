@@ -8,7 +8,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tackle_core::schemars::JsonSchema;
 use tackle_core::{
-    CallIdentity, CancellationToken, Concurrency, Context, OutcomeKind, Tool, ToolFailure,
+    CallIdentity, CancellationToken, Concurrency, Context, Defect, Interruption, OutcomeKind, Tool,
+    ToolFailure,
 };
 use tackle_store::{MemoryJournal, MemoryOutputStore};
 
@@ -97,7 +98,7 @@ fn fixture(options: BatchOptions) -> Fixture {
         )
         .unwrap();
     let batch = location
-        .register(ToolSet::new().with("batch", batch_tool(&location, AllTools, options)))
+        .register(ToolSet::new().with("batch", batch_tool(options)))
         .unwrap();
     Fixture {
         location,
@@ -244,10 +245,7 @@ async fn batch_cannot_call_batch() {
     // A batch tool under another name is refused too.
     let _alias = fx
         .location
-        .register(ToolSet::new().with(
-            "many",
-            batch_tool(&fx.location, AllTools, BatchOptions::default()),
-        ))
+        .register(ToolSet::new().with("many", batch_tool(BatchOptions::default())))
         .unwrap();
     let inner = json!({ "tool_calls": [call("look", "nested", None, 0)] });
     let (output, text) = fx
@@ -340,8 +338,8 @@ async fn batch_reports_each_call_in_order() {
     assert_eq!((output.succeeded, output.total), (1, 4));
     let outcomes: Vec<&str> = output.results.iter().map(|r| r.outcome.as_str()).collect();
     assert_eq!(outcomes, ["success", "failure", "unknown", "invalid"]);
-    let calls: Vec<&str> = output.results.iter().map(|r| r.call.as_str()).collect();
-    assert_eq!(calls, ["b#1", "b#2", "b#3", "b#4"]);
+    let indices: Vec<u32> = output.results.iter().map(|r| r.index).collect();
+    assert_eq!(indices, [1, 2, 3, 4]);
     assert!(
         text.starts_with("Executed 1/4 tool calls successfully. 3 failed.\n\n## 1. look\ngood")
     );
@@ -350,8 +348,25 @@ async fn batch_reports_each_call_in_order() {
     assert!(text.contains("\n\n## 4. look\nError: Invalid arguments for tool `look`"));
 }
 
+/// Each journal row as (call ID, sub-call index, outcome), sorted.
+fn rows(journal: &MemoryJournal) -> Vec<(String, Option<u32>, OutcomeKind)> {
+    let mut rows: Vec<_> = journal
+        .records()
+        .iter()
+        .map(|r| {
+            (
+                r.identity.call.as_str().to_owned(),
+                r.identity.sub_call,
+                r.outcome,
+            )
+        })
+        .collect();
+    rows.sort_by_key(|row| (row.0.clone(), row.1));
+    rows
+}
+
 #[tokio::test]
-async fn batch_records_each_sub_call_in_the_journal() {
+async fn batch_records_each_sub_call_under_the_batchs_ids_and_its_index() {
     let fx = fixture(BatchOptions::default());
     fx.batch(json!([
         call("look", "a", None, 0),
@@ -359,26 +374,160 @@ async fn batch_records_each_sub_call_in_the_journal() {
         call("batch", "c", None, 0)
     ]))
     .await;
-    let records = fx.journal.records();
-    let mut calls: Vec<(String, OutcomeKind)> = records
-        .iter()
-        .map(|r| (r.identity.call.as_str().to_owned(), r.outcome))
-        .collect();
-    calls.sort_by(|a, b| a.0.cmp(&b.0));
-    // The refused call ran nothing and has no settlement of its own.
+    // The refused call ran nothing and has no settlement of its own. No call ID is invented:
+    // every row carries the host's `b`, and a sub-call adds its position.
     assert_eq!(
-        calls,
+        rows(&fx.journal),
         [
-            ("b".to_owned(), OutcomeKind::Success),
-            ("b#1".to_owned(), OutcomeKind::Success),
-            ("b#2".to_owned(), OutcomeKind::Unknown),
+            ("b".to_owned(), None, OutcomeKind::Success),
+            ("b".to_owned(), Some(1), OutcomeKind::Success),
+            ("b".to_owned(), Some(2), OutcomeKind::Unknown),
         ]
     );
-    for record in &records {
+    for record in &fx.journal.records() {
         assert_eq!(record.identity.session.as_str(), "session-1");
         assert_eq!(record.identity.agent.as_str(), "build");
         assert_eq!(record.identity.assistant_message.as_str(), "message-1");
     }
+}
+
+// spec: LAW-STALE-REJECTION
+#[tokio::test]
+async fn batch_judges_stale_and_unknown_against_the_calling_turn() {
+    let fx = fixture(BatchOptions::default());
+    let ran = Log::default();
+    let old_turn = fx.location.materialize(AllTools);
+    // After the turn: `look` is replaced and `late` appears.
+    let _replacement = fx
+        .location
+        .register(
+            ToolSet::new()
+                .with("look", probe(&ran, Concurrency::ReadOnly))
+                .with("late", probe(&ran, Concurrency::ReadOnly)),
+        )
+        .unwrap();
+    let direct_look = old_turn
+        .settle(cx("d1"), ToolCall::new("look", json!({"label": "x"})))
+        .await;
+    let direct_late = old_turn
+        .settle(cx("d2"), ToolCall::new("late", json!({"label": "y"})))
+        .await;
+    assert_eq!(direct_look.outcome.kind(), OutcomeKind::Stale);
+    assert_eq!(direct_late.outcome.kind(), OutcomeKind::Unknown);
+
+    let settlement = old_turn
+        .settle(
+            cx("b"),
+            ToolCall::new(
+                "batch",
+                json!({ "tool_calls": [call("look", "x", None, 0), call("late", "y", None, 0)] }),
+            ),
+        )
+        .await;
+    let Outcome::Success(output) = settlement.outcome else {
+        panic!("{:?}", settlement.outcome);
+    };
+    let output = BatchOutput::deserialize(&output.structured).unwrap();
+    let outcomes: Vec<&str> = output.results.iter().map(|r| r.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["stale", "unknown"]);
+    assert_eq!(
+        output.results[0].text,
+        direct_look.model_result().unwrap().content[0]
+            .as_text()
+            .unwrap()
+    );
+    assert!(ran.lock().unwrap().is_empty(), "a sub-call ran a tool");
+    assert!(fx.log.lock().unwrap().is_empty(), "a sub-call ran a tool");
+    // The stale sub-call names the registration the turn advertised, never the replacement.
+    let advertised = old_turn.get("look").unwrap().registration().get();
+    let stale_row = fx
+        .journal
+        .records()
+        .into_iter()
+        .find(|r| r.identity.sub_call == Some(1))
+        .unwrap();
+    assert_eq!(stale_row.registration, Some(advertised));
+}
+
+#[tokio::test]
+async fn a_panicking_sub_call_is_a_defect_for_the_host_and_a_neutral_line_for_the_model() {
+    let fx = fixture(BatchOptions::default());
+    let _boom = fx
+        .location
+        .register(
+            ToolSet::new().with(
+                "boom",
+                Tool::new("Panics.", |_: Value, _cx: Context| async move {
+                    if true {
+                        panic!("secret payload 7f3a");
+                    }
+                    Ok::<String, ToolFailure>(String::new())
+                })
+                .with_concurrency(Concurrency::ReadOnly),
+            ),
+        )
+        .unwrap();
+    let settlement = fx
+        .batch_with(
+            cx("b"),
+            json!([call("look", "fine", None, 0), { "tool": "boom", "parameters": {} }]),
+        )
+        .await;
+    assert_eq!(settlement.sub_calls.len(), 1);
+    let report = &settlement.sub_calls[0];
+    assert_eq!((report.index, report.tool.as_str()), (2, "boom"));
+    assert_eq!(
+        report.outcome,
+        Outcome::Defect(Defect::Panicked("secret payload 7f3a".to_owned()))
+    );
+    let Outcome::Success(output) = &settlement.outcome else {
+        panic!("{:?}", settlement.outcome);
+    };
+    let sent = serde_json::to_string(&settlement.model_result()).unwrap();
+    assert!(!sent.contains("secret payload"), "{sent}");
+    let text = output.content[0].as_text().unwrap();
+    assert!(
+        text.contains("## 2. boom\nError: The call failed with an internal error"),
+        "{text}"
+    );
+    assert_eq!(
+        rows(&fx.journal),
+        [
+            ("b".to_owned(), None, OutcomeKind::Success),
+            ("b".to_owned(), Some(1), OutcomeKind::Success),
+            ("b".to_owned(), Some(2), OutcomeKind::Panicked),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_sub_call_interrupted_from_outside_is_reported_to_the_host() {
+    let fx = fixture(BatchOptions::default());
+    let _gone = fx
+        .location
+        .register(
+            ToolSet::new().with(
+                "gone",
+                Tool::new(
+                    "Loses its connection.",
+                    |_: Value, _cx: Context| async move {
+                        Err::<String, _>(ToolFailure::interruption("the server went away"))
+                    },
+                )
+                .with_concurrency(Concurrency::ReadOnly),
+            ),
+        )
+        .unwrap();
+    let settlement = fx
+        .batch_with(cx("b"), json!([{ "tool": "gone", "parameters": {} }]))
+        .await;
+    assert_eq!(
+        settlement.sub_calls[0].outcome,
+        Outcome::Interrupted(Interruption::Reported("the server went away".to_owned()))
+    );
+    let sent = serde_json::to_string(&settlement.model_result()).unwrap();
+    assert!(!sent.contains("went away"), "{sent}");
+    assert!(sent.contains("interrupted before it finished"), "{sent}");
 }
 
 #[tokio::test]
@@ -406,54 +555,93 @@ async fn batch_cancellation_cancels_sub_calls() {
     tokio::time::sleep(Duration::from_millis(30)).await;
     token.cancel();
     let settlement = task.await.unwrap();
-    assert_eq!(settlement.outcome, Outcome::Interrupted);
+    assert_eq!(
+        settlement.outcome,
+        Outcome::Interrupted(Interruption::Cancelled)
+    );
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(
         fx.log.lock().unwrap().is_empty(),
         "a sub-call ran to its end"
     );
     // The sub-calls settle as interrupted in the same poll (the memory journal records eagerly).
-    let mut records: Vec<(String, OutcomeKind)> = fx
-        .journal
-        .records()
-        .iter()
-        .map(|r| (r.identity.call.as_str().to_owned(), r.outcome))
-        .collect();
-    records.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
-        records,
+        rows(&fx.journal),
         [
-            ("b".to_owned(), OutcomeKind::Interrupted),
-            ("b#1".to_owned(), OutcomeKind::Interrupted),
-            ("b#2".to_owned(), OutcomeKind::Interrupted),
+            ("b".to_owned(), None, OutcomeKind::Interrupted),
+            ("b".to_owned(), Some(1), OutcomeKind::Interrupted),
+            ("b".to_owned(), Some(2), OutcomeKind::Interrupted),
         ]
     );
 }
 
 #[tokio::test]
-async fn batch_after_its_location_is_gone_runs_nothing() {
+async fn a_process_batch_runs_in_the_calling_locations_turn() {
     let journal = Arc::new(MemoryJournal::new());
     let process = ToolRegistry::new();
     let config = SettlementConfig::new(Arc::new(MemoryOutputStore::new()), journal.clone());
-    let first = Location::new("/a", &process, config.clone());
-    let batch = batch_tool(&first, AllTools, BatchOptions::default());
-    drop(first);
     let _registration = process
-        .register(ToolSet::new().with("batch", batch))
+        .register(ToolSet::new().with("batch", batch_tool(BatchOptions::default())))
         .unwrap();
-    let other = Location::new("/b", &process, config);
-    let settlement = other
-        .materialize(AllTools)
-        .settle(
-            cx("b"),
-            ToolCall::new(
-                "batch",
-                json!({ "tool_calls": [{ "tool": "x", "parameters": {} }] }),
-            ),
-        )
-        .await;
+    let log = Log::default();
+    let here = Location::new("/b", &process, config.clone());
+    let _look = here
+        .register(ToolSet::new().with("look", probe(&log, Concurrency::ReadOnly)))
+        .unwrap();
+    // Another Location over the same process placement does not see `look`.
+    let elsewhere = Location::new("/c", &process, config);
+    for (location, outcome) in [(&elsewhere, "unknown"), (&here, "success")] {
+        let settlement = location
+            .materialize(AllTools)
+            .settle(
+                cx("b"),
+                ToolCall::new(
+                    "batch",
+                    json!({ "tool_calls": [call("look", "x", None, 0)] }),
+                ),
+            )
+            .await;
+        let Outcome::Success(output) = settlement.outcome else {
+            panic!("{:?}", settlement.outcome);
+        };
+        let output = BatchOutput::deserialize(&output.structured).unwrap();
+        assert_eq!(output.results[0].outcome, outcome);
+    }
+}
+
+#[tokio::test]
+async fn a_batch_run_outside_a_turn_runs_nothing() {
+    // The settlement kernel with no turn: the batch has nothing to settle its calls against.
+    let config = SettlementConfig::new(
+        Arc::new(MemoryOutputStore::new()),
+        Arc::new(MemoryJournal::new()),
+    );
+    let recovery = tackle_core::Recovery::default();
+    let batch = batch_tool(BatchOptions::default());
+    let context = cx("b");
+    let settlement = tackle_core::Settle::begin(
+        &config,
+        &recovery,
+        None,
+        &context,
+        "batch",
+        Default::default(),
+    )
+    .run(
+        tackle_core::RegistrationId::mint(),
+        &batch,
+        batch.definition(),
+        json!({ "tool_calls": [{ "tool": "x", "parameters": {} }] }).into(),
+        context.clone(),
+        None,
+    )
+    .await;
     let Outcome::Error(error) = settlement.outcome else {
         panic!("{:?}", settlement.outcome);
     };
-    assert!(error.text().contains("was closed, so nothing was run"));
+    assert!(
+        error
+            .text()
+            .contains("not called through a turn, so nothing was run")
+    );
 }

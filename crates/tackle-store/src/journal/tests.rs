@@ -356,3 +356,77 @@ async fn a_failed_commit_reports_an_error_to_every_waiter() {
         assert!(error.0.contains(&path.display().to_string()), "{}", error.0);
     }
 }
+
+#[tokio::test]
+async fn a_sub_call_row_keeps_its_parents_ids_and_its_index() {
+    let (temp, journal) = journal();
+    let parent = record("s", "toolu_01");
+    let mut sub = record("s", "toolu_01");
+    sub.identity = parent.identity.sub_call(3);
+    journal.record(parent.clone()).await.unwrap();
+    journal.record(sub.clone()).await.unwrap();
+    assert_eq!(journal.records().unwrap(), vec![parent, sub]);
+
+    // Stored as such: the host's call ID, the index, and the parent's call ID for sub-calls only.
+    let conn = Connection::open(temp.path().join("journal.sqlite3")).unwrap();
+    let mut select = conn
+        .prepare("SELECT call, call_index, parent_call FROM settlements ORDER BY id")
+        .unwrap();
+    let rows: Vec<(String, Option<i64>, Option<String>)> = select
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("toolu_01".to_owned(), None, None),
+            ("toolu_01".to_owned(), Some(3), Some("toolu_01".to_owned())),
+        ]
+    );
+}
+
+/// The version 1 schema, as a journal written before sub-calls had columns of their own.
+const SCHEMA_V1: &str = "
+CREATE TABLE settlements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session TEXT NOT NULL, agent TEXT NOT NULL, assistant_message TEXT NOT NULL,
+    call TEXT NOT NULL, tool TEXT NOT NULL, registration INTEGER, outcome TEXT NOT NULL,
+    model_result TEXT, managed TEXT NOT NULL, started_at_ms INTEGER NOT NULL,
+    resolve_us INTEGER NOT NULL, decode_us INTEGER NOT NULL, execute_us INTEGER NOT NULL,
+    encode_us INTEGER NOT NULL, project_us INTEGER NOT NULL, bound_us INTEGER NOT NULL
+) STRICT;
+CREATE INDEX settlements_by_session ON settlements (session, id);
+INSERT INTO settlements VALUES
+    (NULL, 's', 'agent', 'message', 'old-call', 'read', 1, 'success', NULL, '[]',
+     1700000000000, 0, 0, 0, 0, 0, 0);
+PRAGMA user_version = 1;
+";
+
+#[tokio::test]
+async fn a_version_1_journal_is_migrated_in_place() {
+    let temp = tempfile::tempdir().unwrap();
+    let path = temp.path().join("journal.sqlite3");
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(SCHEMA_V1)
+        .unwrap();
+
+    let journal = SqliteJournal::open(&path).unwrap();
+    let mut old = record("s", "old-call");
+    old.model_result = None;
+    assert_eq!(journal.records().unwrap(), vec![old.clone()]);
+    let mut sub = record("s", "new-call");
+    sub.identity = sub.identity.sub_call(1);
+    journal.record(sub.clone()).await.unwrap();
+    drop(journal);
+
+    // Opening again finds version 2 and changes nothing.
+    let journal = SqliteJournal::open(&path).unwrap();
+    assert_eq!(journal.records().unwrap(), vec![old, sub]);
+    let conn = Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+}

@@ -205,7 +205,7 @@ async fn bash_cancellation_kills_the_whole_tree() {
     };
     let (invocation, ()) = tokio::join!(invocation, cancel);
     assert!(
-        matches!(invocation.outcome, InvocationOutcome::Interrupted),
+        matches!(invocation.outcome, InvocationOutcome::Interrupted(_)),
         "{:?}",
         invocation.outcome
     );

@@ -435,7 +435,7 @@ async fn cancellation_interrupts_the_call_promptly() {
     assert!(cancelled_at.elapsed() < Duration::from_secs(2));
     // Either the cancellation won, or the search finished first with a complete result.
     match outcome {
-        InvocationOutcome::Interrupted => {}
+        InvocationOutcome::Interrupted(_) => {}
         InvocationOutcome::Completed(output) => {
             let out: GrepOutput = serde_json::from_value(output.structured).unwrap();
             assert_eq!(out.total, 3000);

@@ -207,7 +207,7 @@ async fn cancelling_while_the_user_thinks_returns_promptly() {
     assert!(
         matches!(
             invocation.outcome,
-            InvocationOutcome::Interrupted | InvocationOutcome::Failed(_)
+            InvocationOutcome::Interrupted(_) | InvocationOutcome::Failed(_)
         ),
         "{:?}",
         invocation.outcome

@@ -416,7 +416,7 @@ async fn cancelling_the_parent_call_cancels_the_subagent() {
     .expect("the call ends promptly once cancelled");
     canceller.await.unwrap();
     assert!(
-        matches!(invocation.outcome, InvocationOutcome::Interrupted),
+        matches!(invocation.outcome, InvocationOutcome::Interrupted(_)),
         "{:?}",
         invocation.outcome
     );
