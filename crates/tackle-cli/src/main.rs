@@ -17,6 +17,7 @@ use tackle_registry::ToolCall;
 mod approve;
 mod config;
 mod host;
+mod nesting;
 mod render;
 mod serve;
 
@@ -239,6 +240,8 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
         Command::Serve { yes, http } => {
             let address = http.as_deref().map(serve::http_address).transpose()?;
             let calls = tackle_mcp::ClientCalls::new();
+            let spool_dir = host::spool_dir(&data_dir);
+            let session = session.unwrap_or_else(|| "mcp".to_owned());
             let mut host = Host::open(HostOptions {
                 root,
                 agent: agent.clone(),
@@ -252,7 +255,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             let changes = host.location().changes();
             let server = TackleServer::from_turns(move || host.materialize())
                 .with_agent(agent)
-                .with_session(session.unwrap_or_else(|| "mcp".to_owned()))
+                .with_session(session.clone())
                 .with_client_calls(calls);
             let watcher = server.notify_on(changes);
             let served = match address {
@@ -260,6 +263,8 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 Some(address) => serve::serve_http(address, server).await,
             };
             watcher.abort();
+            // The session ends with the server: its spooled command output goes.
+            tackle_builtins::tools::bash::end_session_spools(&spool_dir, &session);
             served?;
             Ok(ExitCode::SUCCESS)
         }

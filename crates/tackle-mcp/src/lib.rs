@@ -27,7 +27,9 @@
 //! host's fallback answer.
 //!
 //! Nothing here writes to stdout except the transport itself; diagnostics go through
-//! `tracing`, which a stdio host must route to stderr.
+//! `tracing`, which a stdio host must route to stderr. Over stdio ([`serve_stdio`],
+//! [`serve_lines`]) tackle reads lines itself, in front of rmcp: every request gets an answer
+//! (an oversized line, malformed params, a reused id), or the connection closes.
 //!
 //! [`serve_http`] serves the same handler over streamable HTTP on a TCP address: each client
 //! session gets its own [`TackleServer::for_connection`] handle, `tools/list_changed` reaches
@@ -47,7 +49,9 @@
 //! so turns that advertised the old tools settle them as stale. The
 //! [`McpConnection`] owns the registration: when the server disconnects the tools disappear and
 //! turns that advertised them settle as stale; over HTTP a failed heartbeat ping counts as a
-//! disconnection. [`supervise`] reconnects with exponential backoff. An optional
+//! disconnection. [`supervise`] reconnects with exponential backoff. Child server processes
+//! carry a nesting marker ([`DEPTH_ENV`]; none is started deeper than [`MAX_DEPTH`]), lead their
+//! own process group, and are killed with it when the connection ends or the parent dies. An optional
 //! [`BeforeCall`] hook (see [`ConnectOptions::with_before_call`]) can refuse a call before
 //! anything is sent, which is where a host plugs in its permission check.
 
@@ -58,11 +62,14 @@ mod convert;
 mod elicit;
 mod http;
 mod server;
+mod wire;
 
 pub use client::{
-    BeforeCall, ConnectError, ConnectOptions, McpConnection, McpServerConfig, McpTransport,
-    Supervisor, SupervisorState, assign_tool_names, connect, supervise,
+    BeforeCall, ConnectError, ConnectOptions, DEPTH_ENV, MAX_DEPTH, McpConnection, McpServerConfig,
+    McpTransport, Supervisor, SupervisorState, assign_tool_names, connect, may_start_servers,
+    nesting_depth, supervise,
 };
 pub use elicit::{ClientCalls, ElicitingApprover};
 pub use http::{HttpServing, serve_http};
-pub use server::{ServeError, Serving, TackleServer, serve, serve_stdio};
+pub use server::{ServeError, Serving, TackleServer, serve, serve_lines, serve_stdio};
+pub use wire::MAX_LINE_BYTES;

@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService, ServerInitializeError};
 use rmcp::transport::IntoTransport;
@@ -19,6 +20,7 @@ use tokio::sync::mpsc;
 
 use crate::convert;
 use crate::elicit::ClientCalls;
+use crate::wire::{self, LineTransport};
 
 /// Produces the turn a request sees.
 type TurnFactory = dyn Fn() -> Turn + Send + Sync;
@@ -223,6 +225,23 @@ impl ServerHandler for TackleServer {
         .with_server_info(Implementation::new("tackle", env!("CARGO_PKG_VERSION")))
     }
 
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        // rmcp reads a known method whose params do not parse (`tools/call` with `params:
+        // null`) as a custom request: that is a call with invalid params, not an unknown method.
+        if wire::is_client_method(&request.method) {
+            return Err(wire::invalid_params(&request.method));
+        }
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // Every transport passes here once per client, so list_changed reaches them all.
         self.add_peer(context.peer);
@@ -354,12 +373,28 @@ where
     Ok(Serving { running })
 }
 
-/// Serves `server` over this process's stdin and stdout until the client disconnects.
+/// Serves `server` over this process's stdin and stdout until the client disconnects, with
+/// [`serve_lines`]' line discipline.
 pub async fn serve_stdio(server: TackleServer) -> Result<(), ServeError> {
-    serve(rmcp::transport::stdio(), server)
-        .await?
-        .waiting()
-        .await
+    let (stdin, stdout) = rmcp::transport::stdio();
+    serve_lines(stdin, stdout, server).await?.waiting().await
+}
+
+/// Serves `server` over a byte stream pair carrying one JSON-RPC message per line (what
+/// [`serve_stdio`] uses). Unlike a bare `(reader, writer)` passed to [`serve`], it answers what
+/// would otherwise go unanswered: a line over 16 MiB gets an error for the request id at its
+/// start (or, with no readable id, the connection is closed), a malformed request gets an
+/// error for its id, and a request reusing the id of one still running is refused.
+pub async fn serve_lines<R, W>(
+    reader: R,
+    writer: W,
+    server: TackleServer,
+) -> Result<Serving, ServeError>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    serve(LineTransport::new(reader, writer), server).await
 }
 
 /// Sends each progress update of a call to the client as `notifications/progress`, numbered in
