@@ -128,11 +128,14 @@ impl Sandbox {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
-        // Whatever happened, leave nothing running.
+        // Whatever happened, leave nothing running: a process mid-spawn may not show in one
+        // pass, so stop only after three empty passes in a row.
         let deadline = Instant::now() + Duration::from_secs(10);
+        let mut empty_passes = 0;
         loop {
             let left = tagged(&self.tag);
-            if left.is_empty() || Instant::now() > deadline {
+            empty_passes = if left.is_empty() { empty_passes + 1 } else { 0 };
+            if empty_passes == 3 || Instant::now() > deadline {
                 return;
             }
             for process in left {
