@@ -23,6 +23,9 @@ use tackle_store::{
 use crate::approve::{AskMode, CliApprover};
 use crate::config::{Config, Model};
 
+/// Built-ins that reach outside: the shell, and the web.
+const OPEN_WORLD_BUILTINS: &[&str] = &["bash", "webfetch", "websearch"];
+
 /// A turn filter: true for the tools a turn offers.
 type OfferFn = Arc<dyn Fn(&str, &ToolDefinition) -> bool + Send + Sync>;
 
@@ -60,6 +63,13 @@ pub(crate) struct Host {
     mcp: Vec<tackle_mcp::McpConnection>,
     /// MCP servers kept connected in the background (`serve`).
     supervisors: Vec<tackle_mcp::Supervisor>,
+    /// Answers permission questions; a session's pending ones are withdrawn when it ends.
+    permissions: Arc<PermissionService>,
+    /// Where the bash tool spools output.
+    spool_dir: PathBuf,
+    /// The built-in tools that reach nothing outside the Location and this machine's session
+    /// state (every other tool, MCP and custom ones included, is open-world).
+    closed_world: Arc<[String]>,
 }
 
 impl Host {
@@ -111,7 +121,7 @@ impl Host {
         }
 
         let gate_rules = rules.clone();
-        let gate = Gate::new(service, move |_| gate_rules.clone());
+        let gate = Gate::new(service.clone(), move |_| gate_rules.clone());
         let fs = LocationFs::new(&root)
             .with_context(|| format!("cannot open the root {}", root.display()))?;
         let env = ToolEnv::new(fs)
@@ -134,6 +144,11 @@ impl Host {
         builtins.retain(|(name, _)| !overridden.contains(name));
         // Built-ins only: external tools (MCP, custom) join the allow-list deliberately.
         let batchable: Vec<String> = builtins.iter().map(|(name, _)| name.clone()).collect();
+        let closed_world = batchable
+            .iter()
+            .filter(|name| !OPEN_WORLD_BUILTINS.contains(&name.as_str()))
+            .cloned()
+            .collect();
         let tools = location
             .register(builtins.into_iter().collect::<ToolSet>())
             .map_err(|e| anyhow!(e))?;
@@ -178,7 +193,30 @@ impl Host {
             mcp_options: mcp_options(gate),
             mcp: Vec::new(),
             supervisors: Vec::new(),
+            permissions: service,
+            spool_dir,
+            closed_world,
         })
+    }
+
+    /// What `serve` runs when a connection's session ends: its pending permission questions
+    /// are withdrawn and its spooled command output is removed.
+    pub(crate) fn session_end(&self) -> impl Fn(&str) + Send + Sync + 'static {
+        let permissions = self.permissions.clone();
+        let spool_dir = self.spool_dir.clone();
+        move |session: &str| {
+            permissions.cancel_session(session);
+            bash::end_session_spools(&spool_dir, session);
+        }
+    }
+
+    /// Whether a tool may reach an open world (the network, other programs): every tool but
+    /// the closed built-ins (files, search, todos, skills). For MCP's `openWorldHint`.
+    pub(crate) fn open_world(
+        &self,
+    ) -> impl Fn(&str, &ToolDefinition) -> bool + Send + Sync + 'static {
+        let closed = self.closed_world.clone();
+        move |name: &str, _: &ToolDefinition| !closed.iter().any(|c| c == name)
     }
 
     /// Connects the configured MCP servers, all at once, and registers their tools. A server

@@ -11,7 +11,15 @@
 //! permission) become results with `isError: true` carrying the model-facing text, because the
 //! model should read them and retry. Successes carry their content parts (text, images, other
 //! media as embedded resources) plus `structuredContent` when the structured output is a JSON
-//! object. Interrupted calls and defects are not results at all: they become JSON-RPC errors.
+//! object. Interrupted calls and defects are not results at all: they become JSON-RPC errors,
+//! and a defect's details (a panic payload) go to the log, never to the client.
+//!
+//! Each connection is a session of its own, with a fresh ID unique across connections and
+//! processes, so one client's read tracking and todos never serve another; call IDs are that ID
+//! plus the request id. [`TackleServer::with_session_end`] runs when a connection ends, and
+//! [`TackleServer::with_session`] pins one session instead. Listed tools carry MCP annotations
+//! from their concurrency class (read-only and idempotent, or destructive), and
+//! [`TackleServer::with_open_world`] lets the host say which reach an open world.
 //!
 //! Cancellation is the protocol's: each request's cancellation token becomes the call's
 //! [`Context`](tackle_core::Context) token, so `notifications/cancelled` interrupts the tool.
@@ -34,7 +42,7 @@
 //! [`serve_http`] serves the same handler over streamable HTTP on a TCP address: each client
 //! session gets its own [`TackleServer::for_connection`] handle, `tools/list_changed` reaches
 //! every open session, and the `Host` header is checked against loopback names unless the
-//! server is bound elsewhere. Picking the address (loopback by default) is the host's job.
+//! server is bound elsewhere. Ending a session with `DELETE` answers 204. Picking the address (loopback by default) is the host's job.
 //!
 //! The other direction is the client: [`connect`] starts an MCP server (a child process over
 //! stdio, or a streamable HTTP endpoint with configured headers), initializes it within a
