@@ -91,3 +91,76 @@ proptest! {
         prop_assert_eq!(whole.method, Some(method));
     }
 }
+
+/// Runs `input` through a transport with a `max`-byte line limit until it ends: the messages
+/// it let through, and the most memory its line buffer took (its capacity).
+fn drive(input: Vec<u8>, max: usize) -> (usize, usize) {
+    use rmcp::transport::Transport as _;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        let mut transport = super::LineTransport::with_max_line(
+            std::io::Cursor::new(input),
+            tokio::io::sink(),
+            max,
+        );
+        let mut messages = 0;
+        let mut longest = 0;
+        let run = async {
+            while transport.receive().await.is_some() {
+                messages += 1;
+                longest = longest.max(transport.line.capacity());
+            }
+            longest = longest.max(transport.line.capacity());
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), run)
+            .await
+            .expect("the transport ends at the end of its input");
+        (messages, longest)
+    })
+}
+
+#[test]
+fn whole_messages_pass_and_oversized_ones_do_not() {
+    let ping = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let mut input = ping.to_vec();
+    input.push(b'\n');
+    // Too long, with its id up front: answered and skipped, the next line still read.
+    input.extend_from_slice(br#"{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":""#);
+    input.extend_from_slice(&[b'a'; 300]);
+    input.extend_from_slice(b"\"}}\n");
+    input.extend_from_slice(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+    input.push(b'\n');
+    assert_eq!(drive(input, 128).0, 2);
+    // Too long with no id before the cut: the connection ends there.
+    let mut input = br#"{"jsonrpc":"2.0","method":"ping","params":{"x":""#.to_vec();
+    input.extend_from_slice(&[b'a'; 300]);
+    input.extend_from_slice(b"\"},\"id\":4}\n");
+    input.extend_from_slice(ping);
+    input.push(b'\n');
+    assert_eq!(drive(input, 128).0, 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    /// Any bytes, in any lines: the reader ends, never panics, and its buffer never grows past
+    /// twice its limit (a vector's growth).
+    #[test]
+    fn arbitrary_input_ends_within_the_line_limit(
+        lines in proptest::collection::vec(
+            prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..200),
+                "[ -~]{0,200}".prop_map(String::into_bytes),
+                Just(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}"#.to_vec()),
+            ],
+            0..8,
+        ),
+    ) {
+        let input = lines.join(&b'\n');
+        let (_, longest) = drive(input, 64);
+        prop_assert!(longest <= 2 * 64, "{longest}");
+    }
+}
