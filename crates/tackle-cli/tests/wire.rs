@@ -87,18 +87,20 @@ impl Raw {
         stdin.flush().unwrap();
     }
 
-    /// The next message from the server, or `None` when stdout closed or nothing came in time.
+    /// The next message from the server, or `None` once its stdout closed; panics when
+    /// nothing comes in time.
     fn next(&self) -> Option<Value> {
-        self.lines
-            .recv_timeout(WAIT)
-            .ok()
-            .map(|line| serde_json::from_str(&line).expect("a JSON line"))
+        match self.lines.recv_timeout(WAIT) {
+            Ok(line) => Some(serde_json::from_str(&line).expect("a JSON line")),
+            Err(mpsc::RecvTimeoutError::Disconnected) => None,
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("nothing from the server in {WAIT:?}"),
+        }
     }
 
     /// The next answer to request `id`, skipping notifications.
     fn answer(&self, id: i64) -> Value {
         loop {
-            let message = self.next().expect("an answer in time");
+            let message = self.next().expect("an answer before stdout closed");
             if message.get("id") == Some(&json!(id)) {
                 return message;
             }
