@@ -241,15 +241,19 @@ fn no_test_is_skipped_or_expects_a_panic() {
 }
 
 #[test]
-fn unsafe_code_is_allowed_in_one_place_only() {
-    // The workspace denies unsafe code. The bash runner's pre-exec hook (the parent-death
-    // signal) is the one exception; anything else needs a decision written in ARCHITECTURE.md.
+fn unsafe_code_is_allowed_only_in_the_pre_exec_hooks() {
+    // The workspace denies unsafe code. The pre-exec hooks that set the parent-death signal
+    // (the bash runner's, and the MCP client's for child servers) are the exceptions; anything
+    // else needs a decision written in ARCHITECTURE.md.
     let needle = concat!("allow(", "unsafe_code)");
-    let allowed = "crates/tackle-builtins/src/tools/bash/run.rs";
+    let allowed = [
+        "crates/tackle-builtins/src/tools/bash/run.rs",
+        "crates/tackle-mcp/src/client/child.rs",
+    ];
     let mut offenders = Vec::new();
     for path in all_sources() {
         let name = relative(&path);
-        if name != allowed && read(&path).contains(needle) {
+        if !allowed.contains(&name.as_str()) && read(&path).contains(needle) {
             offenders.push(name);
         }
     }

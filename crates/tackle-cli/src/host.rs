@@ -23,6 +23,9 @@ use tackle_store::{
 use crate::approve::{AskMode, CliApprover};
 use crate::config::{Config, Model};
 
+/// Built-ins that reach outside: the shell, and the web.
+const OPEN_WORLD_BUILTINS: &[&str] = &["bash", "webfetch", "websearch"];
+
 /// A turn filter: true for the tools a turn offers.
 type OfferFn = Arc<dyn Fn(&str, &ToolDefinition) -> bool + Send + Sync>;
 
@@ -60,6 +63,13 @@ pub(crate) struct Host {
     mcp: Vec<tackle_mcp::McpConnection>,
     /// MCP servers kept connected in the background (`serve`).
     supervisors: Vec<tackle_mcp::Supervisor>,
+    /// Answers permission questions; a session's pending ones are withdrawn when it ends.
+    permissions: Arc<PermissionService>,
+    /// Where the bash tool spools output.
+    spool_dir: PathBuf,
+    /// The built-in tools that reach nothing outside the Location and this machine's session
+    /// state (every other tool, MCP and custom ones included, is open-world).
+    closed_world: Arc<[String]>,
 }
 
 impl Host {
@@ -81,12 +91,17 @@ impl Host {
         let output_dir = data_dir.join("tool-output");
         let store = FsOutputStore::new(&output_dir).map_err(|e| anyhow!(e))?;
         store.spawn_sweep_once(DEFAULT_RETENTION);
+        let spool_dir = spool_dir(&data_dir);
+        {
+            let spool_dir = spool_dir.clone();
+            std::thread::spawn(move || bash::sweep_spools(&spool_dir, bash::SPOOL_MAX_AGE));
+        }
         let journal_path = data_dir.join("journal.sqlite3");
         let journal = SqliteJournal::open(&journal_path).map_err(|e| anyhow!(e))?;
         let approvals = SqliteSavedApprovals::open(&journal_path).map_err(|e| anyhow!(e))?;
         let session_state = SqliteSessionState::open(&journal_path).map_err(|e| anyhow!(e))?;
 
-        let agent = agent_rules(&agent, &output_dir, &config)?;
+        let agent = agent_rules(&agent, &output_dir, &spool_dir, &config)?;
         let rules = agent.rules;
 
         let fallback = Arc::new(CliApprover::new(ask));
@@ -106,7 +121,7 @@ impl Host {
         }
 
         let gate_rules = rules.clone();
-        let gate = Gate::new(service, move |_| gate_rules.clone());
+        let gate = Gate::new(service.clone(), move |_| gate_rules.clone());
         let fs = LocationFs::new(&root)
             .with_context(|| format!("cannot open the root {}", root.display()))?;
         let env = ToolEnv::new(fs)
@@ -124,11 +139,16 @@ impl Host {
         for warning in &catalog.warnings {
             eprintln!("tackle: skipped a custom tool: {warning}");
         }
-        let mut builtins = builtin_tools(&env, &config);
+        let mut builtins = builtin_tools(&env, &config, &spool_dir);
         let overridden = overridden(&config, &catalog, &builtins);
         builtins.retain(|(name, _)| !overridden.contains(name));
         // Built-ins only: external tools (MCP, custom) join the allow-list deliberately.
         let batchable: Vec<String> = builtins.iter().map(|(name, _)| name.clone()).collect();
+        let closed_world = batchable
+            .iter()
+            .filter(|name| !OPEN_WORLD_BUILTINS.contains(&name.as_str()))
+            .cloned()
+            .collect();
         let tools = location
             .register(builtins.into_iter().collect::<ToolSet>())
             .map_err(|e| anyhow!(e))?;
@@ -153,7 +173,11 @@ impl Host {
         let custom = location
             .register(custom_toolset(&env, &catalog, &taken, &config))
             .map_err(|e| anyhow!(e))?;
-        let mcp_servers = config.mcp.iter().map(mcp_config).collect();
+        let (startable, skipped) = crate::nesting::startable(&config.mcp, location.root());
+        for warning in skipped {
+            eprintln!("tackle: {warning}");
+        }
+        let mcp_servers = startable.into_iter().map(mcp_config).collect();
         Ok(Self {
             location,
             offer,
@@ -164,7 +188,30 @@ impl Host {
             mcp_options: mcp_options(gate),
             mcp: Vec::new(),
             supervisors: Vec::new(),
+            permissions: service,
+            spool_dir,
+            closed_world,
         })
+    }
+
+    /// What `serve` runs when a connection's session ends: its pending permission questions
+    /// are withdrawn and its spooled command output is removed.
+    pub(crate) fn session_end(&self) -> impl Fn(&str) + Send + Sync + 'static {
+        let permissions = self.permissions.clone();
+        let spool_dir = self.spool_dir.clone();
+        move |session: &str| {
+            permissions.cancel_session(session);
+            bash::end_session_spools(&spool_dir, session);
+        }
+    }
+
+    /// Whether a tool may reach an open world (the network, other programs): every tool but
+    /// the closed built-ins (files, search, todos, skills). For MCP's `openWorldHint`.
+    pub(crate) fn open_world(
+        &self,
+    ) -> impl Fn(&str, &ToolDefinition) -> bool + Send + Sync + 'static {
+        let closed = self.closed_world.clone();
+        move |name: &str, _: &ToolDefinition| !closed.iter().any(|c| c == name)
     }
 
     /// Connects the configured MCP servers, all at once, and registers their tools. A server
@@ -289,7 +336,7 @@ fn overridden(
 /// issues register here.
 ///
 /// `question` is left out: a one-shot command has nobody to ask mid-call.
-fn builtin_tools(env: &ToolEnv, config: &Config) -> Vec<(String, AnyTool)> {
+fn builtin_tools(env: &ToolEnv, config: &Config, spool_dir: &Path) -> Vec<(String, AnyTool)> {
     let skills = discover_skills(env.fs().root(), dirs::home_dir().as_deref());
     for warning in &skills.warnings {
         eprintln!("tackle: skipped a skill: {warning}");
@@ -297,7 +344,16 @@ fn builtin_tools(env: &ToolEnv, config: &Config) -> Vec<(String, AnyTool)> {
     file_tools(env)
         .into_iter()
         .chain(search_tools(env))
-        .chain([("bash", bash::tool_with_options(env, config.bash_options()))])
+        .chain([(
+            "bash",
+            bash::tool_with_options(
+                env,
+                bash::BashOptions {
+                    spool_dir: spool_dir.to_path_buf(),
+                    ..config.bash_options()
+                },
+            ),
+        )])
         .chain(agent_tools(env, None))
         .chain(web_tools(env, tackle_builtins::WebSearchConfig::from_env()))
         // With no skills, `skill` has nothing to offer and is not advertised.
@@ -366,11 +422,25 @@ fn mcp_config(server: &crate::config::McpServer) -> tackle_mcp::McpServerConfig 
     }
 }
 
-/// The agent `name`, a preset or a configured agent, with the configuration's rules on top.
-fn agent_rules(name: &str, output_dir: &Path, config: &Config) -> anyhow::Result<Agent> {
+/// Where the bash tool spools output that outgrows memory: `spool` in the data directory.
+pub(crate) fn spool_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("spool")
+}
+
+/// The agent `name`, a preset or a configured agent, with the configuration's rules on top. The
+/// model may read the managed outputs and the spool files named in results without asking.
+fn agent_rules(
+    name: &str,
+    output_dir: &Path,
+    spool_dir: &Path,
+    config: &Config,
+) -> anyhow::Result<Agent> {
+    // Created here so it has a canonical path to allow.
+    let _ = std::fs::create_dir_all(spool_dir);
     let context = PresetContext {
         managed_output_dir: Some(canonical(output_dir)),
         temp_dir: Some(canonical(&std::env::temp_dir())),
+        extra_allowed_dirs: vec![canonical(spool_dir)],
         ..PresetContext::default()
     };
     config.agent(name, &context)

@@ -17,6 +17,7 @@ use tackle_registry::ToolCall;
 mod approve;
 mod config;
 mod host;
+mod nesting;
 mod render;
 mod serve;
 
@@ -47,8 +48,8 @@ struct Global {
     /// The agent whose permissions apply.
     #[arg(long, global = true, value_name = "NAME", default_value = "build")]
     agent: String,
-    /// The session ID; read tracking is kept per session across runs (default: `cli`, or
-    /// `mcp` for `serve`).
+    /// The session ID; read tracking is kept per session across runs (default: `cli`; `serve`
+    /// gives each connection a fresh session unless this is set).
     #[arg(long, global = true, value_name = "ID")]
     session: Option<String>,
     /// Where the journal and managed outputs live (default: $TACKLE_DATA_DIR, else the
@@ -254,16 +255,26 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             })?;
             host.supervise_mcp().await;
             let changes = host.location().changes();
-            let server = TackleServer::from_turns(move || host.materialize(None))
+            let session_end = host.session_end();
+            let open_world = host.open_world();
+            let mut server = TackleServer::from_turns(move || host.materialize(None))
                 .with_agent(agent)
-                .with_session(session.unwrap_or_else(|| "mcp".to_owned()))
-                .with_client_calls(calls);
+                .with_client_calls(calls)
+                .with_session_end(session_end)
+                .with_open_world(open_world);
+            // Without `--session`, every connection is a session of its own.
+            if let Some(session) = session {
+                server = server.with_session(session);
+            }
             let watcher = server.notify_on(changes);
             let served = match address {
                 None => tackle_mcp::serve_stdio(server).await.map_err(Into::into),
                 Some(address) => serve::serve_http(address, server).await,
             };
             watcher.abort();
+            // The watcher's handle is the last one of the stdio connection: once it is gone,
+            // the connection's session ends.
+            let _ = watcher.await;
             served?;
             Ok(ExitCode::SUCCESS)
         }

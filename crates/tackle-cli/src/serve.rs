@@ -1,6 +1,7 @@
 //! `tackle serve`: the MCP server over stdio or streamable HTTP, and the logging that keeps
 //! stdout clean for the stdio protocol.
 
+use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 
@@ -13,7 +14,7 @@ const LOG_ENV: &str = "TACKLE_LOG";
 
 /// Sends `tracing` output to `file` (appended) or else to stderr, never to stdout. Without
 /// [`LOG_ENV`] the level is `error` on stderr (the command prints its own warnings) and `info`
-/// in a file.
+/// in a file. ANSI colours are used only when stderr is a terminal.
 pub(crate) fn init_logging(file: Option<&Path>) -> anyhow::Result<()> {
     let default = if file.is_some() { "info" } else { "error" };
     let filter = tracing_subscriber::EnvFilter::try_from_env(LOG_ENV)
@@ -32,7 +33,11 @@ pub(crate) fn init_logging(file: Option<&Path>) -> anyhow::Result<()> {
                 .with_writer(std::sync::Mutex::new(file))
                 .try_init()
         }
-        None => builder.with_writer(std::io::stderr).try_init(),
+        // Colour codes only for a person at a terminal, never into a pipe or a host's log.
+        None => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr)
+            .try_init(),
     };
     Ok(())
 }

@@ -2,15 +2,18 @@
 //! (calls, errors, cancellation, `tools/list_changed` when a configured MCP server comes and
 //! goes), and a second `tackle` reaches one served over streamable HTTP.
 
+mod support;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::model::CallToolRequestParams;
 use rmcp::service::NotificationContext;
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use serde_json::{Value, json};
+use serde_json::json;
+use support::{call, object, text};
 use tempfile::TempDir;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
@@ -65,33 +68,6 @@ impl Sandbox {
     fn path(&self, name: &str) -> String {
         self.root.path().join(name).to_string_lossy().into_owned()
     }
-}
-
-fn object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(object) => object,
-        other => panic!("not an object: {other}"),
-    }
-}
-
-async fn call<C: ClientHandler>(
-    client: &RunningService<RoleClient, C>,
-    name: &str,
-    args: Value,
-) -> CallToolResult {
-    client
-        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(object(args)))
-        .await
-        .expect("a tools/call result")
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! The MCP client: connects to an MCP server and registers its tools into a Location for as
 //! long as the server stays connected, following the server's `tools/list_changed`.
 
+mod child;
 mod names;
 mod result;
 
@@ -27,6 +28,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use child::{DEPTH_ENV, MAX_DEPTH, may_start_servers, nesting_depth};
 pub use names::assign_tool_names;
 
 /// How to reach one MCP server.
@@ -179,6 +181,18 @@ pub enum ConnectError {
         server: String,
         /// The startup timeout.
         after: Duration,
+    },
+    /// This process is itself an MCP server started by tackle (see [`DEPTH_ENV`]), and
+    /// servers nested deeper than [`MAX_DEPTH`] are not started. Retrying cannot help.
+    #[error(
+        "MCP server `{server}` was not started: this process is an MCP server started by \
+         another tackle ({DEPTH_ENV}={depth}), and nested servers are not started"
+    )]
+    Nested {
+        /// The server's name.
+        server: String,
+        /// This process's nesting depth.
+        depth: u32,
     },
     /// The MCP handshake failed.
     #[error("MCP server `{server}`: initialization failed: {message}")]
@@ -336,17 +350,26 @@ pub async fn connect(
     let cancel = CancellationToken::new();
     let listener = Listener::default();
     let list_changed = listener.list_changed.clone();
+    // Set once a child process is started; it takes the child's process group down with it.
+    let mut group = None;
     let startup = async {
         let running = match &config.transport {
             McpTransport::Stdio { command, args, env } => {
-                let mut process = tokio::process::Command::new(command);
-                process.args(args).envs(env).kill_on_drop(true);
+                let depth = child::nesting_depth();
+                if !child::may_start_servers(depth) {
+                    return Err(ConnectError::Nested {
+                        server: server.clone(),
+                        depth,
+                    });
+                }
+                let process = child::command(command, args, env, depth);
                 let transport =
                     TokioChildProcess::new(process).map_err(|source| ConnectError::Spawn {
                         server: server.clone(),
                         command: command.clone(),
                         source,
                     })?;
+                group = child::ChildGroup::led_by(transport.id());
                 initialize(&server, listener, transport, cancel.clone()).await?
             }
             McpTransport::Http { url, headers } => {
@@ -416,6 +439,7 @@ pub async fn connect(
         heartbeat,
         refresh,
         cancel.clone(),
+        group,
     ));
     Ok(McpConnection {
         server,
@@ -522,6 +546,8 @@ fn install_crypto_provider() {
 
 /// Waits for the service to stop (or, over HTTP, for a ping to fail), following the server's
 /// `tools/list_changed` meanwhile, then drops the registration and reports the disconnection.
+/// A child server's process group is killed when this ends, or when the task is dropped.
+#[allow(clippy::too_many_arguments)]
 async fn watch_connection(
     server: String,
     running: RunningService<RoleClient, Listener>,
@@ -530,7 +556,9 @@ async fn watch_connection(
     heartbeat: Option<(Duration, Duration)>,
     refresh: Refresh,
     cancel: CancellationToken,
+    group: Option<child::ChildGroup>,
 ) {
+    let _group = group;
     let peer = running.peer().clone();
     let waiting = running.waiting();
     tokio::pin!(waiting);
@@ -715,7 +743,7 @@ fn remote_tool(
                 tokio::select! {
                     allowed = hook(cx.clone(), name.to_string()) => allowed?,
                     () = cx.cancellation().cancelled() => {
-                        return Err(ToolFailure::new("the call was cancelled"));
+                        return Err(ToolFailure::interruption("the call was cancelled"));
                     }
                 }
             }
@@ -729,7 +757,7 @@ fn remote_tool(
             let response = tokio::select! {
                 response = peer.call_tool_once(request) => response,
                 () = cx.cancellation().cancelled() => {
-                    return Err(ToolFailure::new("the call was cancelled"));
+                    return Err(ToolFailure::interruption("the call was cancelled"));
                 }
             };
             match response {
@@ -738,19 +766,21 @@ fn remote_tool(
                     "the MCP server `{server}` answered `{original}` with a request for more \
                      input or a task, which tackle does not support"
                 ))),
-                Err(error) => {
-                    if matches!(
-                        error,
-                        ServiceError::TransportSend(_) | ServiceError::TransportClosed
-                    ) && let Some(shared) = shared.upgrade()
-                    {
+                Err(error @ (ServiceError::TransportSend(_) | ServiceError::TransportClosed)) => {
+                    if let Some(shared) = shared.upgrade() {
                         // Check now whether the server is still there.
                         shared.probe.notify_one();
                     }
-                    Err(ToolFailure::new(format!(
-                        "the MCP server `{server}` did not answer `{original}`: {error}"
+                    // The connection went away under the call: an interruption for the host,
+                    // never a result the model reads as the tool's answer.
+                    Err(ToolFailure::interruption(format!(
+                        "the connection to the MCP server `{server}` was lost during \
+                         `{original}`: {error}"
                     )))
                 }
+                Err(error) => Err(ToolFailure::new(format!(
+                    "the MCP server `{server}` did not answer `{original}`: {error}"
+                ))),
             }
         }
     })?;
@@ -853,6 +883,12 @@ pub fn supervise(
                         state.connected = false;
                         state.tools.clear();
                     });
+                }
+                Err(error @ ConnectError::Nested { .. }) => {
+                    // Permanent: the process's own nesting depth never changes.
+                    tracing::warn!("{error}");
+                    state_tx.send_modify(|state| state.last_error = Some(error.to_string()));
+                    return;
                 }
                 Err(error) => {
                     tracing::warn!("{error}; retrying in {delay:?}");

@@ -3,14 +3,16 @@
 use std::sync::Arc;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResourceContents, Tool};
+use rmcp::model::{
+    CallToolResult, ContentBlock, JsonObject, ResourceContents, Tool, ToolAnnotations,
+};
 use serde_json::Value;
-use tackle_core::Content;
+use tackle_core::{Concurrency, Content};
 use tackle_registry::{AdvertisedTool, Outcome, Settlement};
 
-/// The MCP listing of one advertised tool. The output schema is included only when it
-/// describes an object, as MCP requires.
-pub(crate) fn tool(advertised: &AdvertisedTool) -> Tool {
+/// The MCP listing of one advertised tool, with its annotations (see [`annotations`]). The
+/// output schema is included only when it describes an object, as MCP requires.
+pub(crate) fn tool(advertised: &AdvertisedTool, open_world: bool) -> Tool {
     let definition = advertised.definition();
     let input = match definition.input_schema.as_ref() {
         Value::Object(schema) => schema.clone(),
@@ -20,17 +22,28 @@ pub(crate) fn tool(advertised: &AdvertisedTool) -> Tool {
             schema
         }
     };
-    let mut tool = Tool::new(
+    // No `outputSchema`: MCP requires `structuredContent` on every success of a tool that
+    // declares one, and settlement leaves the structured value out when it does not fit the
+    // output bound (LAW-BOUNDED-OUTPUT). Clients such as the Python SDK then reject the result.
+    // `structuredContent` is still sent whenever it fits.
+    Tool::new(
         advertised.name().to_owned(),
         definition.description.to_string(),
         Arc::new(input),
-    );
-    if let Value::Object(schema) = definition.output_schema.as_ref()
-        && schema.get("type").and_then(Value::as_str) == Some("object")
-    {
-        tool = tool.with_raw_output_schema(Arc::new(schema.clone()));
-    }
-    tool
+    )
+    .with_annotations(annotations(&definition.concurrency, open_world))
+}
+
+/// The hints of a tool from its concurrency class: a read-only tool does not change its
+/// environment and may be repeated; a tool that writes paths, or runs alone, may change or
+/// destroy anything (MCP's defaults, stated). `open_world` is the host's call.
+pub(crate) fn annotations(concurrency: &Concurrency, open_world: bool) -> ToolAnnotations {
+    let read_only = matches!(concurrency, Concurrency::ReadOnly);
+    ToolAnnotations::new()
+        .read_only(read_only)
+        .destructive(!read_only)
+        .idempotent(read_only)
+        .open_world(open_world)
 }
 
 /// The MCP answer to a settled call: a result for model-facing outcomes, a protocol error for
@@ -62,10 +75,22 @@ pub(crate) fn call_result(settlement: &Settlement) -> Result<CallToolResult, Err
             format!("the call to `{}` was interrupted", settlement.tool),
             None,
         )),
-        Outcome::Defect(defect) => Err(ErrorData::internal_error(
-            format!("the call to `{}` failed: {defect}", settlement.tool),
-            None,
-        )),
+        Outcome::Defect(defect) => {
+            // The defect (a panic payload, say) goes to the log only, never to the client.
+            tracing::error!(
+                tool = %settlement.tool,
+                "the call to `{}` failed with a defect: {defect}",
+                settlement.tool
+            );
+            Err(ErrorData::internal_error(
+                format!(
+                    "the call to `{}` failed with an internal error in the server; the server's \
+                     log has the details",
+                    settlement.tool
+                ),
+                None,
+            ))
+        }
     }
 }
 

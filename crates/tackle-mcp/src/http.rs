@@ -5,8 +5,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use http_body_util::{BodyExt as _, Full, combinators::BoxBody};
+use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
@@ -137,6 +138,22 @@ fn allow_bound_host(config: StreamableHttpServerConfig, ip: IpAddr) -> Streamabl
     }
 }
 
+/// rmcp's answer to `request`, except that a session ended by `DELETE` answers 204 No Content
+/// rather than rmcp's 202 Accepted: the session is closed by then, and clients (the official
+/// Python SDK among them) expect 200 or 204 and report anything else as a failed termination.
+async fn answer(
+    service: &StreamableHttpService<TackleServer, LocalSessionManager>,
+    request: http::Request<hyper::body::Incoming>,
+) -> http::Response<BoxBody<Bytes, std::convert::Infallible>> {
+    let delete = request.method() == http::Method::DELETE;
+    let mut response = service.handle(request).await;
+    if delete && response.status() == http::StatusCode::ACCEPTED {
+        *response.status_mut() = http::StatusCode::NO_CONTENT;
+        *response.body_mut() = Full::new(Bytes::new()).boxed();
+    }
+    response
+}
+
 /// Accepts connections until `cancel` fires, then lets open ones finish within the grace
 /// period.
 async fn accept(
@@ -159,7 +176,11 @@ async fn accept(
                 }
             },
         };
-        let service = TowerToHyperService::new(service.clone());
+        let service = service.clone();
+        let service = hyper::service::service_fn(move |request| {
+            let service = service.clone();
+            async move { Ok::<_, std::convert::Infallible>(answer(&service, request).await) }
+        });
         let cancel = cancel.clone();
         connections.spawn(async move {
             let connection = hyper::server::conn::http1::Builder::new()

@@ -11,7 +11,15 @@
 //! permission) become results with `isError: true` carrying the model-facing text, because the
 //! model should read them and retry. Successes carry their content parts (text, images, other
 //! media as embedded resources) plus `structuredContent` when the structured output is a JSON
-//! object. Interrupted calls and defects are not results at all: they become JSON-RPC errors.
+//! object. Interrupted calls and defects are not results at all: they become JSON-RPC errors,
+//! and a defect's details (a panic payload) go to the log, never to the client.
+//!
+//! Each connection is a session of its own, with a fresh ID unique across connections and
+//! processes, so one client's read tracking and todos never serve another; call IDs are that ID
+//! plus the request id. [`TackleServer::with_session_end`] runs when a connection ends, and
+//! [`TackleServer::with_session`] pins one session instead. Listed tools carry MCP annotations
+//! from their concurrency class (read-only and idempotent, or destructive), and
+//! [`TackleServer::with_open_world`] lets the host say which reach an open world.
 //!
 //! Cancellation is the protocol's: each request's cancellation token becomes the call's
 //! [`Context`](tackle_core::Context) token, so `notifications/cancelled` interrupts the tool.
@@ -27,12 +35,14 @@
 //! host's fallback answer.
 //!
 //! Nothing here writes to stdout except the transport itself; diagnostics go through
-//! `tracing`, which a stdio host must route to stderr.
+//! `tracing`, which a stdio host must route to stderr. Over stdio ([`serve_stdio`],
+//! [`serve_lines`]) tackle reads lines itself, in front of rmcp: every request gets an answer
+//! (an oversized line, malformed params, a reused id), or the connection closes.
 //!
 //! [`serve_http`] serves the same handler over streamable HTTP on a TCP address: each client
 //! session gets its own [`TackleServer::for_connection`] handle, `tools/list_changed` reaches
 //! every open session, and the `Host` header is checked against loopback names unless the
-//! server is bound elsewhere. Picking the address (loopback by default) is the host's job.
+//! server is bound elsewhere. Ending a session with `DELETE` answers 204. Picking the address (loopback by default) is the host's job.
 //!
 //! The other direction is the client: [`connect`] starts an MCP server (a child process over
 //! stdio, or a streamable HTTP endpoint with configured headers), initializes it within a
@@ -47,7 +57,9 @@
 //! so turns that advertised the old tools settle them as stale. The
 //! [`McpConnection`] owns the registration: when the server disconnects the tools disappear and
 //! turns that advertised them settle as stale; over HTTP a failed heartbeat ping counts as a
-//! disconnection. [`supervise`] reconnects with exponential backoff. An optional
+//! disconnection. [`supervise`] reconnects with exponential backoff. Child server processes
+//! carry a nesting marker ([`DEPTH_ENV`]; none is started deeper than [`MAX_DEPTH`]), lead their
+//! own process group, and are killed with it when the connection ends or the parent dies. An optional
 //! [`BeforeCall`] hook (see [`ConnectOptions::with_before_call`]) can refuse a call before
 //! anything is sent, which is where a host plugs in its permission check.
 
@@ -58,11 +70,14 @@ mod convert;
 mod elicit;
 mod http;
 mod server;
+mod wire;
 
 pub use client::{
-    BeforeCall, ConnectError, ConnectOptions, McpConnection, McpServerConfig, McpTransport,
-    Supervisor, SupervisorState, assign_tool_names, connect, supervise,
+    BeforeCall, ConnectError, ConnectOptions, DEPTH_ENV, MAX_DEPTH, McpConnection, McpServerConfig,
+    McpTransport, Supervisor, SupervisorState, assign_tool_names, connect, may_start_servers,
+    nesting_depth, supervise,
 };
 pub use elicit::{ClientCalls, ElicitingApprover};
 pub use http::{HttpServing, serve_http};
-pub use server::{ServeError, Serving, TackleServer, serve, serve_stdio};
+pub use server::{ServeError, Serving, TackleServer, serve, serve_lines, serve_stdio};
+pub use wire::MAX_LINE_BYTES;

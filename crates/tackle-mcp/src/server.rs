@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService, ServerInitializeError};
 use rmcp::transport::IntoTransport;
@@ -19,29 +20,87 @@ use tokio::sync::mpsc;
 
 use crate::convert;
 use crate::elicit::ClientCalls;
+use crate::wire::{self, LineTransport};
 
 /// Produces the turn a request sees.
 type TurnFactory = dyn Fn() -> Turn + Send + Sync;
 
+/// Runs when a connection's own session ends, with the session ID.
+type SessionEnd = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Says whether a tool (by its advertised name) may reach an open world of external entities.
+type OpenWorld = Arc<dyn Fn(&str, &ToolDefinition) -> bool + Send + Sync>;
+
 /// An MCP server handler that lists and settles a Location's tools.
 ///
-/// Cloning is cheap and yields a handle to the same server: a host keeps a clone to call
-/// [`TackleServer::notify_tools_changed`] after the clone it served is gone.
+/// Cloning is cheap and yields a handle to the same server and connection: a host keeps a clone
+/// to call [`TackleServer::notify_tools_changed`] after the clone it served is gone.
+///
+/// Each connection is its own session: it gets a fresh ID, unique across connections and
+/// server processes (`mcp-<time>-<pid>-<n>`), so read tracking, todos and the other session
+/// state of one client never serve another. Over stdio a process serves one connection; over
+/// HTTP each MCP session is one (see [`TackleServer::for_connection`]). MCP carries no client
+/// session identifier tackle could use instead (the HTTP `Mcp-Session-Id` is assigned by the
+/// server). [`TackleServer::with_session`] pins one session for every connection instead.
 #[derive(Clone)]
 pub struct TackleServer {
     inner: Arc<Inner>,
-    /// The turn the last `tools/list` of this connection advertised: calls settle against it,
-    /// so a call made from an outdated listing is rejected as stale rather than served by a
-    /// different tool. Each connection has its own (see [`TackleServer::for_connection`]).
-    listed: Arc<Mutex<Option<Turn>>>,
-    /// Set once this connection's client is in `peers`.
-    peer_known: Arc<AtomicBool>,
-    /// This connection's number, which makes its call IDs unique among connections.
-    connection: u64,
+    connection: Arc<Connection>,
 }
 
-/// Numbers connections.
+/// What belongs to one connection.
+struct Connection {
+    /// The turn the last `tools/list` of this connection advertised: calls settle against it,
+    /// so a call made from an outdated listing is rejected as stale rather than served by a
+    /// different tool.
+    listed: Mutex<Option<Turn>>,
+    /// Set once this connection's client is in `peers`.
+    peer_known: AtomicBool,
+    /// Unique across connections and processes: the prefix of this connection's call IDs, and
+    /// its session unless the server pins one.
+    id: String,
+    /// Runs with `id` when the connection is gone, when `id` is its session.
+    end: Option<SessionEnd>,
+}
+
+impl Connection {
+    fn new(inner: &Inner) -> Self {
+        Self {
+            listed: Mutex::new(None),
+            peer_known: AtomicBool::new(false),
+            id: fresh_connection_id(),
+            end: match inner.session {
+                None => inner.session_end.clone(),
+                Some(_) => None,
+            },
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(end) = self.end.take() {
+            end(&self.id);
+        }
+    }
+}
+
+/// Numbers connections within this process.
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
+
+/// A connection ID no other connection of any process has: the time, this process's ID and a
+/// counter.
+fn fresh_connection_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "mcp-{nanos:x}-{:x}-{}",
+        std::process::id(),
+        CONNECTIONS.fetch_add(1, Ordering::Relaxed)
+    )
+}
 
 /// How long a burst of registry changes may last before the client hears of it.
 const LIST_CHANGED_SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
@@ -54,26 +113,32 @@ const PROGRESS_MESSAGE_CHARS: usize = 200;
 
 struct Inner {
     turns: Box<TurnFactory>,
-    session: String,
+    /// The session of every connection, or `None` for a session per connection.
+    session: Option<String>,
     agent: String,
     /// Initialized clients, for `notifications/tools/list_changed`.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     /// Where running calls are recorded with their client, for permission questions.
     client_calls: Option<ClientCalls>,
+    /// Runs when a connection's own session ends.
+    session_end: Option<SessionEnd>,
+    /// Which tools are open-world, for the listing's annotations.
+    open_world: Option<OpenWorld>,
 }
 
 impl fmt::Debug for TackleServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TackleServer")
-            .field("session", &self.inner.session)
+            .field("session", &self.session())
             .field("agent", &self.inner.agent)
             .finish_non_exhaustive()
     }
 }
 
 impl TackleServer {
-    /// Serves the tools of `location` that `filter` advertises, for the agent `build` in the
-    /// session `mcp` (see [`TackleServer::with_agent`] and [`TackleServer::with_session`]).
+    /// Serves the tools of `location` that `filter` advertises, for the agent `build`, with a
+    /// session per connection (see [`TackleServer::with_agent`] and
+    /// [`TackleServer::with_session`]).
     pub fn new(location: Location, filter: impl TurnFilter + Send + Sync + 'static) -> Self {
         Self::from_turns(move || {
             location.materialize(|name: &str, definition: &ToolDefinition| {
@@ -85,30 +150,34 @@ impl TackleServer {
     /// Serves whatever turn `turns` materializes; it is called for every `tools/list`, and for
     /// a `tools/call` that arrives before any listing.
     pub fn from_turns(turns: impl Fn() -> Turn + Send + Sync + 'static) -> Self {
+        let inner = Inner {
+            turns: Box::new(turns),
+            session: None,
+            agent: "build".to_owned(),
+            peers: Mutex::new(Vec::new()),
+            client_calls: None,
+            session_end: None,
+            open_world: None,
+        };
         Self {
-            inner: Arc::new(Inner {
-                turns: Box::new(turns),
-                session: "mcp".to_owned(),
-                agent: "build".to_owned(),
-                peers: Mutex::new(Vec::new()),
-                client_calls: None,
-            }),
-            listed: Arc::default(),
-            peer_known: Arc::default(),
-            connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
+            connection: Arc::new(Connection::new(&inner)),
+            inner: Arc::new(inner),
         }
     }
 
-    /// A handle for one more connection: the same tools, agent, session and clients to notify,
-    /// but its own last listing, so one client's `tools/list` never changes what another
-    /// client's calls settle against. Transports that serve many clients (HTTP) use it.
+    /// A handle for one more connection: the same tools, agent and clients to notify, but its
+    /// own session and its own last listing, so one client's `tools/list` never changes what
+    /// another client's calls settle against. Transports that serve many clients (HTTP) use it.
     pub fn for_connection(&self) -> Self {
         Self {
             inner: self.inner.clone(),
-            listed: Arc::default(),
-            peer_known: Arc::default(),
-            connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
+            connection: Arc::new(Connection::new(&self.inner)),
         }
+    }
+
+    /// The session of this connection's calls.
+    pub fn session(&self) -> &str {
+        self.inner.session.as_deref().unwrap_or(&self.connection.id)
     }
 
     /// The agent named in every call's identity (default `build`).
@@ -117,10 +186,31 @@ impl TackleServer {
         self.reconfigure(|inner| inner.agent = agent.to_string())
     }
 
-    /// The session named in every call's identity (default `mcp`).
+    /// One session for every connection, instead of a fresh one per connection. Calls still
+    /// get IDs unique to their connection.
     pub fn with_session(self, session: impl Into<String>) -> Self {
         let session = session.into();
-        self.reconfigure(|inner| inner.session = session)
+        self.reconfigure(|inner| inner.session = Some(session))
+    }
+
+    /// Runs `end` with a connection's session ID once the connection is gone (the client
+    /// disconnected, or its HTTP session was deleted or expired), so the host can release
+    /// what the session held. Not called for a session pinned by
+    /// [`TackleServer::with_session`], which outlives any one connection.
+    pub fn with_session_end(self, end: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        let end: SessionEnd = Arc::new(end);
+        self.reconfigure(|inner| inner.session_end = Some(end))
+    }
+
+    /// Decides the listing's `openWorldHint` per tool (by default, every tool is open-world, as
+    /// MCP assumes). The other hints come from the tool's concurrency class: read-only tools
+    /// are read-only and idempotent, every other tool may be destructive.
+    pub fn with_open_world(
+        self,
+        open_world: impl Fn(&str, &ToolDefinition) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let open_world: OpenWorld = Arc::new(open_world);
+        self.reconfigure(|inner| inner.open_world = Some(open_world))
     }
 
     /// Records each running call with its client in `calls`, so an [`ElicitingApprover`]
@@ -132,18 +222,27 @@ impl TackleServer {
     }
 
     fn reconfigure(self, change: impl FnOnce(&mut Inner)) -> Self {
-        let inner = match Arc::try_unwrap(self.inner) {
+        let Self { inner, connection } = self;
+        match Arc::try_unwrap(inner) {
             Ok(mut inner) => {
                 change(&mut inner);
-                Arc::new(inner)
+                // This handle's connection starts over under the new configuration; the old
+                // one never served anybody, so it ends silently.
+                let mut old = connection;
+                if let Some(old) = Arc::get_mut(&mut old) {
+                    old.end = None;
+                }
+                Self {
+                    connection: Arc::new(Connection::new(&inner)),
+                    inner: Arc::new(inner),
+                }
             }
             // Already shared: configuration is fixed once a handle escapes, so keep it as is.
             Err(inner) => {
                 tracing::warn!("TackleServer configured after it was cloned; ignoring");
-                inner
+                Self { inner, connection }
             }
-        };
-        Self { inner, ..self }
+        }
     }
 
     /// Sends `notifications/tools/list_changed` to every connected client. Call it when the
@@ -186,7 +285,7 @@ impl TackleServer {
 
     /// Remembers this connection's client for list_changed, once.
     fn add_peer(&self, peer: Peer<RoleServer>) {
-        if self.peer_known.swap(true, Ordering::SeqCst) {
+        if self.connection.peer_known.swap(true, Ordering::SeqCst) {
             return;
         }
         let mut peers = self.peers();
@@ -197,13 +296,18 @@ impl TackleServer {
     /// A fresh turn, remembered as the one calls settle against.
     fn list(&self) -> Turn {
         let turn = (self.inner.turns)();
-        *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = Some(turn.clone());
+        *self
+            .connection
+            .listed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(turn.clone());
         turn
     }
 
     /// The turn a call settles against: the last listing, else a fresh one.
     fn turn_for_call(&self) -> Turn {
         let listed = self
+            .connection
             .listed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -223,6 +327,23 @@ impl ServerHandler for TackleServer {
         .with_server_info(Implementation::new("tackle", env!("CARGO_PKG_VERSION")))
     }
 
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        // rmcp reads a known method whose params do not parse (`tools/call` with `params:
+        // null`) as a custom request: that is a call with invalid params, not an unknown method.
+        if wire::is_client_method(&request.method) {
+            return Err(wire::invalid_params(&request.method));
+        }
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // Every transport passes here once per client, so list_changed reaches them all.
         self.add_peer(context.peer);
@@ -234,7 +355,15 @@ impl ServerHandler for TackleServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let turn = self.list();
-        let tools: Vec<Tool> = turn.tools().iter().map(convert::tool).collect();
+        let open_world = self.inner.open_world.as_deref();
+        let tools: Vec<Tool> = turn
+            .tools()
+            .iter()
+            .map(|tool| {
+                let open = open_world.is_none_or(|f| f(tool.name(), tool.definition()));
+                convert::tool(tool, open)
+            })
+            .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -245,9 +374,10 @@ impl ServerHandler for TackleServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let turn = self.turn_for_call();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let call_id = format!("mcp-{}-{}", self.connection, context.id);
+        // Unique across connections and processes: the connection's ID and the request's.
+        let call_id = format!("{}-{}", self.connection.id, context.id);
         let identity = CallIdentity::new(
-            self.inner.session.as_str(),
+            self.session(),
             self.inner.agent.as_str(),
             format!("{call_id}-message"),
             call_id.clone(),
@@ -354,12 +484,28 @@ where
     Ok(Serving { running })
 }
 
-/// Serves `server` over this process's stdin and stdout until the client disconnects.
+/// Serves `server` over this process's stdin and stdout until the client disconnects, with
+/// [`serve_lines`]' line discipline.
 pub async fn serve_stdio(server: TackleServer) -> Result<(), ServeError> {
-    serve(rmcp::transport::stdio(), server)
-        .await?
-        .waiting()
-        .await
+    let (stdin, stdout) = rmcp::transport::stdio();
+    serve_lines(stdin, stdout, server).await?.waiting().await
+}
+
+/// Serves `server` over a byte stream pair carrying one JSON-RPC message per line (what
+/// [`serve_stdio`] uses). Unlike a bare `(reader, writer)` passed to [`serve`], it answers what
+/// would otherwise go unanswered: a line over 16 MiB gets an error for the request id at its
+/// start (or, with no readable id, the connection is closed), a malformed request gets an
+/// error for its id, and a request reusing the id of one still running is refused.
+pub async fn serve_lines<R, W>(
+    reader: R,
+    writer: W,
+    server: TackleServer,
+) -> Result<Serving, ServeError>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    serve(LineTransport::new(reader, writer), server).await
 }
 
 /// Sends each progress update of a call to the client as `notifications/progress`, numbered in

@@ -11,8 +11,8 @@ use tackle_mcp::{
     BeforeCall, ConnectError, ConnectOptions, McpServerConfig, McpTransport, connect, supervise,
 };
 use tackle_registry::{
-    AllTools, Location, ModelErrorKind, Outcome, Settlement, SettlementConfig, ToolCall,
-    ToolRegistry, Turn,
+    AllTools, Interruption, Location, ModelErrorKind, Outcome, Settlement, SettlementConfig,
+    ToolCall, ToolRegistry, Turn,
 };
 use tackle_store::{MemoryJournal, MemoryOutputStore};
 use tokio_util::sync::CancellationToken;
@@ -185,13 +185,15 @@ async fn when_the_server_exits_its_tools_disappear_and_old_turns_are_stale() {
     let turn = location.materialize(AllTools);
     assert!(turn.get("echo_echo").is_some());
 
-    // The server process exits without answering.
+    // The server process exits without answering: the call was interrupted by the lost
+    // connection, which the host sees and the model does not read as the tool's answer.
     let exit = settle(&turn, "echo_exit", json!({})).await;
     assert!(
-        matches!(&exit.outcome, Outcome::Error(error) if error.kind == ModelErrorKind::Failed),
+        matches!(&exit.outcome, Outcome::Interrupted(Interruption::Reported(reason)) if reason.contains("was lost")),
         "{:?}",
         exit.outcome
     );
+    assert!(exit.model_result().is_none());
     tokio::time::timeout(Duration::from_secs(10), connection.disconnected())
         .await
         .expect("the disconnection is noticed");

@@ -431,3 +431,127 @@ async fn each_http_session_settles_against_its_own_listing() {
     let _ = second.cancel().await;
     serving.shutdown().await;
 }
+
+#[tokio::test]
+async fn deleting_a_session_answers_no_content() {
+    let fixture = fixture();
+    let serving = serve(&fixture).await;
+    install_crypto_provider();
+    let http = reqwest::Client::new();
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "reqwest", "version": "0"}
+        }
+    });
+    let response = http
+        .post(url(&serving))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(initialize.to_string())
+        .send()
+        .await
+        .expect("initialize");
+    assert_eq!(response.status(), 200);
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let deleted = http
+        .delete(url(&serving))
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(deleted.status(), 204);
+    assert!(deleted.bytes().await.unwrap().is_empty());
+    // The session is gone: a request in it is refused.
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let after = http
+        .post(url(&serving))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(list.to_string())
+        .send()
+        .await
+        .expect("a request after the delete");
+    assert_eq!(after.status(), 404);
+    serving.shutdown().await;
+}
+
+/// A Location with `whoami`, which answers with its call's session and call ID.
+fn whoami_location() -> (Location, Registration) {
+    let location = empty_location();
+    let whoami = Tool::new("Says who is calling.", |_: Empty, cx: Context| async move {
+        Ok::<_, ToolFailure>(json!({
+            "session": cx.session().as_str(),
+            "call": cx.call().as_str(),
+        }))
+    });
+    let tools = location
+        .register(ToolSet::new().with("whoami", whoami))
+        .expect("register whoami");
+    (location, tools)
+}
+
+#[tokio::test]
+async fn each_http_connection_is_its_own_session_which_ends_with_it() {
+    let (location, _tools) = whoami_location();
+    let (ended_tx, mut ended) = mpsc::unbounded_channel();
+    let server = TackleServer::new(location, AllTools).with_session_end(move |session: &str| {
+        let _ = ended_tx.send(session.to_owned());
+    });
+    let serving = serve_http(loopback(), server).await.expect("serve");
+    let (first, _) = rmcp_client(&url(&serving)).await;
+    let (second, _) = rmcp_client(&url(&serving)).await;
+    let who = |result: rmcp::model::CallToolResult| result.structured_content.expect("structured");
+    let a = who(call(first.peer(), "whoami", json!({})).await);
+    let b = who(call(second.peer(), "whoami", json!({})).await);
+    let a_again = who(call(first.peer(), "whoami", json!({})).await);
+    assert_ne!(a["session"], b["session"], "{a} {b}");
+    assert_eq!(a["session"], a_again["session"]);
+    assert!(a["session"].as_str().unwrap().starts_with("mcp-"), "{a}");
+    // Call IDs differ across connections even for the same request id.
+    assert_ne!(a["call"], b["call"]);
+    assert_ne!(a["call"], a_again["call"]);
+
+    let _ = first.cancel().await;
+    let first_session = tokio::time::timeout(WAIT, ended.recv())
+        .await
+        .expect("the first session ends in time")
+        .expect("a session id");
+    assert_eq!(json!(first_session), a["session"]);
+    let _ = second.cancel().await;
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_pinned_session_is_shared_and_never_ended() {
+    let (location, _tools) = whoami_location();
+    let (ended_tx, mut ended) = mpsc::unbounded_channel::<String>();
+    let server = TackleServer::new(location, AllTools)
+        .with_session_end(move |session: &str| {
+            let _ = ended_tx.send(session.to_owned());
+        })
+        .with_session("pinned");
+    let serving = serve_http(loopback(), server).await.expect("serve");
+    let (first, _) = rmcp_client(&url(&serving)).await;
+    let (second, _) = rmcp_client(&url(&serving)).await;
+    let a = call(first.peer(), "whoami", json!({})).await;
+    let b = call(second.peer(), "whoami", json!({})).await;
+    let (a, b) = (a.structured_content.unwrap(), b.structured_content.unwrap());
+    assert_eq!(a["session"], "pinned");
+    assert_eq!(b["session"], "pinned");
+    assert_ne!(a["call"], b["call"]);
+    let _ = first.cancel().await;
+    let _ = second.cancel().await;
+    serving.shutdown().await;
+    assert!(ended.try_recv().is_err(), "a pinned session was ended");
+}

@@ -122,7 +122,7 @@ async fn initialize_advertises_tools_with_list_changed() {
 }
 
 #[tokio::test]
-async fn list_carries_input_and_object_output_schemas() {
+async fn list_carries_input_schemas_and_no_output_schemas() {
     let fixture = fixture();
     let connected = connect(TackleServer::new(fixture.location.clone(), AllTools)).await;
     let tools = connected.client.list_all_tools().await.expect("tools/list");
@@ -132,14 +132,9 @@ async fn list_carries_input_and_object_output_schemas() {
     let echo = tools.iter().find(|tool| tool.name == "echo").expect("echo");
     assert_eq!(echo.description.as_deref(), Some("Echo the text back."));
     assert!(echo.input_schema["properties"].get("text").is_some());
-    let output = echo
-        .output_schema
-        .as_ref()
-        .expect("an object output schema");
-    assert_eq!(output["type"], "object");
-    // A string output is not an object, so MCP gets no output schema for it.
-    let fail = tools.iter().find(|tool| tool.name == "fail").expect("fail");
-    assert!(fail.output_schema.is_none());
+    // A declared output schema would oblige every result to carry structured content, which
+    // the output bound may leave out.
+    assert!(tools.iter().all(|tool| tool.output_schema.is_none()));
 }
 
 #[tokio::test]
@@ -317,4 +312,82 @@ async fn registry_changes_notify_the_client_once_per_burst() {
         .expect("the channel is open");
     drop(two);
     watcher.abort();
+}
+
+#[tokio::test]
+async fn a_panicking_tool_is_a_neutral_protocol_error_without_the_payload() {
+    let fixture = fixture();
+    let boom = Tool::new("Panics.", |_: Empty, _cx| async move {
+        if std::hint::black_box(true) {
+            panic!("secret-payload-1234");
+        }
+        Ok::<_, ToolFailure>(String::new())
+    });
+    let _boom = fixture
+        .location
+        .register(ToolSet::new().with("boom", boom))
+        .expect("register boom");
+    let connected = connect(TackleServer::new(fixture.location.clone(), AllTools)).await;
+    let answer = connected
+        .client
+        .peer()
+        .call_tool_once(rmcp::model::CallToolRequestParams::new("boom"))
+        .await;
+    let Err(rmcp::service::ServiceError::McpError(error)) = answer else {
+        panic!("a protocol error, not {answer:?}");
+    };
+    assert_eq!(error.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+    assert!(!error.message.contains("secret-payload"), "{error:?}");
+    assert!(!error.message.contains("panic"), "{error:?}");
+    assert!(error.data.is_none(), "{error:?}");
+    assert!(error.message.contains("`boom`"), "{error:?}");
+    // The server goes on.
+    let result = call(connected.client.peer(), "echo", json!({"text": "hi"})).await;
+    assert_eq!(result.is_error, Some(false));
+}
+
+#[tokio::test]
+async fn listed_tools_carry_hints_from_their_concurrency_class() {
+    let fixture = fixture();
+    let look = Tool::new("Reads.", |_: Empty, _cx| async move {
+        Ok::<_, ToolFailure>(String::new())
+    })
+    .with_concurrency(tackle_core::Concurrency::ReadOnly);
+    let put = Tool::new("Writes.", |_: Empty, _cx| async move {
+        Ok::<_, ToolFailure>(String::new())
+    })
+    .with_concurrency(tackle_core::Concurrency::writes_paths("path"));
+    let _more = fixture
+        .location
+        .register(ToolSet::new().with("look", look).with("put", put))
+        .expect("register");
+    // `echo` stays closed-world; everything else is open.
+    let server = TackleServer::new(fixture.location.clone(), AllTools)
+        .with_open_world(|name: &str, _: &_| name != "echo" && name != "look");
+    let connected = connect(server).await;
+    let tools = connected.client.list_all_tools().await.expect("tools/list");
+    let hints = |name: &str| {
+        let tool = tools.iter().find(|tool| tool.name == name).expect(name);
+        let a = tool.annotations.clone().expect("annotations");
+        (
+            a.read_only_hint,
+            a.destructive_hint,
+            a.idempotent_hint,
+            a.open_world_hint,
+        )
+    };
+    assert_eq!(
+        hints("look"),
+        (Some(true), Some(false), Some(true), Some(false))
+    );
+    assert_eq!(
+        hints("put"),
+        (Some(false), Some(true), Some(false), Some(true))
+    );
+    // Exclusive by default: may change anything.
+    assert_eq!(
+        hints("echo"),
+        (Some(false), Some(true), Some(false), Some(false))
+    );
+    assert_eq!(hints("slow").3, Some(true));
 }

@@ -26,8 +26,12 @@ use tackle_core::{AnyTool, Context, Direction, LimitsOverride, Tool, ToolFailure
 use super::ToolEnv;
 use crate::gate::Ask;
 
+mod procs;
 pub(crate) mod run;
 pub mod scan;
+mod spool;
+
+pub use spool::{SPOOL_MAX_AGE, end_session_spools, sweep_spools};
 
 #[cfg(test)]
 mod tests;
@@ -70,7 +74,12 @@ pub struct BashOptions {
     /// The most bytes saved to a spool file; later bytes are dropped (and counted) unless they
     /// are among the last `memory_bytes`.
     pub spool_cap: u64,
-    /// Where spool files go. Files older than a day are removed when a new one is made.
+    /// The most bytes all spool files in `spool_dir` may hold together; the oldest are removed
+    /// to make room for a new one.
+    pub spool_total_cap: u64,
+    /// Where spool files go, one directory per session. Files older than a day are removed when
+    /// a new one is made (and by [`sweep_spools`]); a host removes a session's files when the
+    /// session ends ([`end_session_spools`]).
     pub spool_dir: PathBuf,
     /// On Linux, whether the shell gets SIGKILL when the thread that spawned it exits (a
     /// crashed host). It makes the spawn a `fork` rather than a `vfork`-style spawn, which costs
@@ -90,9 +99,30 @@ impl Default for BashOptions {
             memory_bytes: 1024 * 1024,
             head_bytes: 64 * 1024,
             spool_cap: 512 * 1024 * 1024,
-            spool_dir: std::env::temp_dir().join("tackle-bash"),
+            spool_total_cap: 2 * 1024 * 1024 * 1024,
+            spool_dir: default_spool_dir(),
             die_with_parent: true,
             shell: None,
+        }
+    }
+}
+
+/// The platform data directory joined with `tackle/spool` (for example
+/// `$XDG_DATA_HOME/tackle/spool`), else the system temp directory's `tackle-spool`.
+pub fn default_spool_dir() -> PathBuf {
+    dirs::data_dir()
+        .map(|dir| dir.join("tackle").join("spool"))
+        .unwrap_or_else(|| std::env::temp_dir().join("tackle-spool"))
+}
+
+impl BashOptions {
+    /// Where a call of `session` spools its output.
+    pub(crate) fn spool_place(&self, session: &str) -> spool::SpoolPlace {
+        spool::SpoolPlace {
+            dir: self.spool_dir.clone(),
+            session: session.to_owned(),
+            file_cap: self.spool_cap,
+            total_cap: self.spool_total_cap,
         }
     }
 }
@@ -136,12 +166,25 @@ pub struct BashOutput {
     pub dropped_bytes: u64,
     /// The file holding the output that did not fit in memory, when it was needed.
     pub spool_path: Option<String>,
-    /// True when background processes still held the output open after the shell exited.
+    /// True when background processes still held the output open after the shell exited, and
+    /// were stopped.
     pub background_stopped: bool,
+    /// Processes that kept the output open and could not be stopped: they are still running.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_running: Vec<RunningProcess>,
     /// The directory the command ran in, relative to the working directory when inside it.
     pub workdir: String,
     /// The shell that ran the command.
     pub shell: String,
+}
+
+/// A process a command started that is still running.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct RunningProcess {
+    /// Its process ID.
+    pub pid: i32,
+    /// Its command name.
+    pub name: String,
 }
 
 pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
@@ -243,8 +286,7 @@ async fn bash(
         limits: CaptureLimits {
             memory: options.memory_bytes,
             head: options.head_bytes,
-            spool_cap: options.spool_cap,
-            spool_dir: options.spool_dir.clone(),
+            spool: options.spool_place(cx.session().as_str()),
         },
     };
     let progress = |tail: &str| {
@@ -301,7 +343,31 @@ fn render(finished: run::Finished, timeout: Duration, workdir: String, shell: &P
             human_duration(timeout)
         ));
     }
-    if finished.background {
+    let left_running: Vec<RunningProcess> = finished
+        .survivors
+        .iter()
+        .map(|found| RunningProcess {
+            pid: found.pid,
+            name: found.name.clone(),
+        })
+        .collect();
+    if finished.output_held && run::KILL_BACKGROUND {
+        let named = left_running
+            .iter()
+            .map(|p| format!("{} ({})", p.pid, p.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let who = if named.is_empty() {
+            "a process outside the command's process group that could not be found".to_owned()
+        } else {
+            format!("still running: {named}")
+        };
+        output.push_str(&format!(
+            "\nBackground processes kept the output open and could not all be stopped ({who}). \
+             Their later output is not shown. Redirect the output of background processes to a \
+             file (`cmd > out.log 2>&1 &`)."
+        ));
+    } else if finished.background {
         if run::KILL_BACKGROUND {
             output.push_str(
                 "\nBackground processes that kept the output open were stopped. Redirect the \
@@ -339,7 +405,8 @@ fn render(finished: run::Finished, timeout: Duration, workdir: String, shell: &P
         lines: capture.lines,
         dropped_bytes: capture.dropped,
         spool_path: capture.spool_path.map(|p| p.to_string_lossy().into_owned()),
-        background_stopped: finished.background && run::KILL_BACKGROUND,
+        background_stopped: finished.background && run::KILL_BACKGROUND && !finished.output_held,
+        left_running,
         workdir,
         shell: shell.to_string_lossy().into_owned(),
     }

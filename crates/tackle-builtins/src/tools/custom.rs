@@ -467,8 +467,7 @@ impl Custom {
             limits: CaptureLimits {
                 memory: defaults.memory_bytes,
                 head: defaults.head_bytes,
-                spool_cap: defaults.spool_cap,
-                spool_dir: defaults.spool_dir,
+                spool: defaults.spool_place(cx.session().as_str()),
             },
         };
         let mut payload = serde_json::to_vec(&input).map_err(super::failure)?;

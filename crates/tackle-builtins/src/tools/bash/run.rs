@@ -11,20 +11,23 @@
 //!
 //! - The shell exits. The pipes are then drained for at most [`DRAIN`]. When a background
 //!   process still holds them open after that, the group is killed with SIGKILL when
-//!   [`KILL_BACKGROUND`] is set (the default), and reading stops either way. Background processes
-//!   that redirected their output elsewhere are left running.
+//!   [`KILL_BACKGROUND`] is set (the default), and so is every other process that holds the
+//!   pipes (one that left the group with `setsid`, say); reading stops either way. A process
+//!   that still holds them after that is reported by PID and name. Background processes that
+//!   redirected their output elsewhere are left running.
 //! - The timeout passes, or the cancellation token fires. The group gets SIGTERM, then SIGKILL
-//!   after [`GRACE`], and the runner waits until no process of the group is left.
+//!   after [`GRACE`], and the runner waits until no process of the group is left. Then every
+//!   process carrying the call's marker ([`procs::MARKER_ENV`], inherited by all the shell
+//!   starts) or holding its pipes gets SIGKILL too.
 //! - The future is dropped mid-run (settlement drops the executor on cancellation). A guard then
-//!   stops the group the same way, in the background.
+//!   stops the group and the marked processes the same way, in the background.
 //!
-//! Processes that leave the group (`setsid`, `setpgid`) escape all of this; only a cgroup or a
-//! PID namespace could follow them.
+//! Processes that leave the group are found through `/proc` (see [`procs`]); one that also
+//! cleared its environment and closed the pipes is out of reach without a cgroup.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::File;
 use std::io::{self, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -35,6 +38,9 @@ use tackle_core::CancellationToken;
 use tackle_core::thousands;
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::process::Child;
+
+use super::procs::{self, Found};
+use super::spool::{self, OpenSpool, SpoolPlace};
 
 /// How long the pipes are drained after the shell exits.
 pub(crate) const DRAIN: Duration = Duration::from_millis(250);
@@ -69,10 +75,9 @@ pub(crate) struct CaptureLimits {
     pub(crate) memory: usize,
     /// The start of a large output kept in memory.
     pub(crate) head: usize,
-    /// The most bytes written to the spool file; later bytes reach only the in-memory tail.
-    pub(crate) spool_cap: u64,
-    /// Where spool files are created.
-    pub(crate) spool_dir: PathBuf,
+    /// Where spool files are created, and their caps; bytes past a file's cap reach only the
+    /// in-memory tail.
+    pub(crate) spool: SpoolPlace,
 }
 
 /// What to run.
@@ -120,6 +125,12 @@ pub(crate) struct Finished {
     pub(crate) stop: Option<Stop>,
     /// True when background processes held the output open past [`DRAIN`].
     pub(crate) background: bool,
+    /// Processes that still held the output open after they were sent SIGKILL (or, without
+    /// `/proc`, none could be found): they are still running.
+    pub(crate) survivors: Vec<Found>,
+    /// True when something still held the output open at the end, whether or not it could be
+    /// named in `survivors`.
+    pub(crate) output_held: bool,
     /// The process group id (the shell's pid).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) pgid: i32,
@@ -143,6 +154,7 @@ pub(crate) async fn run_with_stdin(
     cancel: &CancellationToken,
     progress: &(dyn Fn(&str) + Sync),
 ) -> io::Result<Finished> {
+    let marker = procs::new_marker();
     let mut command = std::process::Command::new(&spec.shell);
     command
         .arg("-c")
@@ -150,6 +162,7 @@ pub(crate) async fn run_with_stdin(
         .current_dir(&spec.cwd)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env(procs::MARKER_ENV, &marker)
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
@@ -175,6 +188,11 @@ pub(crate) async fn run_with_stdin(
         .stderr
         .take()
         .ok_or_else(|| io::Error::other("no stderr pipe"))?;
+    // Whoever else holds these pipes keeps the output open.
+    let pipes: Vec<u64> = [procs::pipe_inode(&stdout), procs::pipe_inode(&stderr)]
+        .into_iter()
+        .flatten()
+        .collect();
     if let Some(payload) = stdin {
         let mut pipe = child
             .stdin
@@ -188,6 +206,7 @@ pub(crate) async fn run_with_stdin(
     }
     let mut guard = GroupGuard {
         pgid,
+        marker: marker.clone(),
         child: Some(child),
     };
 
@@ -221,14 +240,24 @@ pub(crate) async fn run_with_stdin(
                 outcome.background = true;
                 if KILL_BACKGROUND {
                     signal_group(pgid, Signal::SIGKILL);
-                    drained(&pump_done, DRAIN).await;
+                    // Those that left the group but kept the output: found by the pipes.
+                    procs::kill_all(&procs::pipe_holders(&pipes));
+                    outcome.output_held = !drained(&pump_done, DRAIN).await;
+                } else {
+                    outcome.output_held = true;
                 }
             }
         } else {
             let (status, stop) = stop_group(pgid, child).await;
             outcome.status = status;
             outcome.stop = Some(stop);
-            drained(&pump_done, DRAIN).await;
+            // Everything it started goes, in the group or not.
+            procs::kill_all(&procs::marked(&marker));
+            procs::kill_all(&procs::pipe_holders(&pipes));
+            outcome.output_held = !drained(&pump_done, DRAIN).await;
+        }
+        if outcome.output_held && KILL_BACKGROUND {
+            outcome.survivors = procs::pipe_holders(&pipes);
         }
         stop_pump.cancel();
         outcome
@@ -243,6 +272,8 @@ pub(crate) async fn run_with_stdin(
         cancelled: outcome.cancelled,
         stop: outcome.stop,
         background: outcome.background,
+        survivors: outcome.survivors,
+        output_held: outcome.output_held,
         pgid,
     })
 }
@@ -254,6 +285,8 @@ struct Control {
     cancelled: bool,
     stop: Option<Stop>,
     background: bool,
+    output_held: bool,
+    survivors: Vec<Found>,
 }
 
 /// Waits until the pump finished, at most `bound`. True when it finished.
@@ -347,9 +380,11 @@ async fn stop_group(pgid: i32, child: &mut Child) -> (Option<ExitStatus>, Stop) 
     }
 }
 
-/// Stops the group if the run is abandoned: a dropped future must not leave processes behind.
+/// Stops the group, and the processes carrying the call's marker, if the run is abandoned: a
+/// dropped future must not leave processes behind.
 struct GroupGuard {
     pgid: i32,
+    marker: String,
     child: Option<Child>,
 }
 
@@ -365,6 +400,8 @@ impl Drop for GroupGuard {
             return;
         };
         let pgid = self.pgid;
+        // Processes that left the group cannot be waited for: SIGKILL now.
+        procs::kill_all(&procs::marked(&self.marker));
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 // SIGTERM at once, so the stop starts even if the task never runs.
@@ -440,11 +477,7 @@ enum Spool {
     /// Not needed yet.
     None,
     /// Writing to the file; `written` bytes so far.
-    Open {
-        file: File,
-        path: PathBuf,
-        written: u64,
-    },
+    Open { spool: OpenSpool, written: u64 },
     /// The cap was reached or a write failed; the file holds `written` bytes.
     Closed {
         path: Option<PathBuf>,
@@ -507,29 +540,16 @@ impl Capture {
             debug_assert_eq!(before, self.tail.len() as u64);
             self.spool = self.open_spool();
             let (a, b) = self.tail.slices();
-            write_spool(&mut self.spool, self.limits.spool_cap, a);
-            write_spool(&mut self.spool, self.limits.spool_cap, b);
+            write_spool(&mut self.spool, a);
+            write_spool(&mut self.spool, b);
         }
-        write_spool(&mut self.spool, self.limits.spool_cap, chunk);
+        write_spool(&mut self.spool, chunk);
         self.tail.push(chunk);
     }
 
     fn open_spool(&self) -> Spool {
-        let opened = std::fs::create_dir_all(&self.limits.spool_dir).and_then(|()| {
-            prune_spools(&self.limits.spool_dir);
-            tempfile::Builder::new()
-                .prefix("bash-")
-                .suffix(".log")
-                .tempfile_in(&self.limits.spool_dir)?
-                .keep()
-                .map_err(|e| e.error)
-        });
-        match opened {
-            Ok((file, path)) => Spool::Open {
-                file,
-                path,
-                written: 0,
-            },
+        match spool::open(&self.limits.spool) {
+            Ok(spool) => Spool::Open { spool, written: 0 },
             Err(error) => Spool::Closed {
                 path: None,
                 written: 0,
@@ -564,14 +584,7 @@ impl Capture {
         };
         let (path, spooled, error) = match self.spool {
             Spool::None => (None, 0, None),
-            Spool::Open {
-                file,
-                path,
-                written,
-            } => {
-                drop(file);
-                (Some(path), written, None)
-            }
+            Spool::Open { spool, written } => (Some(spool.path.clone()), written, None),
             Spool::Closed {
                 path,
                 written,
@@ -644,64 +657,32 @@ impl Capture {
     }
 }
 
-/// Writes `bytes` to the spool while it is open, up to `cap` bytes in all.
-fn write_spool(spool: &mut Spool, cap: u64, bytes: &[u8]) {
+/// Writes `bytes` to the spool while it is open, up to its cap in all.
+fn write_spool(spool: &mut Spool, bytes: &[u8]) {
     let Spool::Open {
-        file,
-        path,
+        spool: open,
         written,
     } = spool
     else {
         return;
     };
-    let room = cap.saturating_sub(*written);
+    let room = open.cap.saturating_sub(*written);
     let take = bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX));
-    let result = file.write_all(&bytes[..take]);
-    match result {
+    let result = open.file.write_all(&bytes[..take]);
+    let closed = match result {
         Ok(()) => {
             *written += take as u64;
-            if *written >= cap {
-                *spool = Spool::Closed {
-                    path: Some(std::mem::take(path)),
-                    written: *written,
-                    error: None,
-                };
-            }
+            (*written >= open.cap).then_some(None)
         }
-        Err(error) => {
-            // What a failed write kept is unknown; count from the last good write.
-            *spool = Spool::Closed {
-                path: Some(std::mem::take(path)),
-                written: *written,
-                error: Some(error.to_string()),
-            };
-        }
-    }
-}
-
-/// How old a spool file gets before a new spool removes it.
-const SPOOL_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// Removes spool files older than [`SPOOL_MAX_AGE`] from `dir`, best effort.
-fn prune_spools(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+        // What a failed write kept is unknown; count from the last good write.
+        Err(error) => Some(Some(error.to_string())),
     };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if !(name.starts_with("bash-") && name.ends_with(".log")) {
-            continue;
-        }
-        let old = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age > SPOOL_MAX_AGE);
-        if old {
-            let _ = std::fs::remove_file(entry.path());
-        }
+    if let Some(error) = closed {
+        *spool = Spool::Closed {
+            path: Some(open.path.clone()),
+            written: *written,
+            error,
+        };
     }
 }
 
@@ -816,6 +797,11 @@ pub(crate) const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
     ("NO_COLOR", "1"),
 ];
 
+/// Variables of tackle's own process that describe it, not the command: a command run from a
+/// tackle that is an MCP server of another is not itself nested (`TACKLE_MCP_DEPTH`, read by
+/// tackle-mcp), and a call's marker is set fresh for each call.
+pub(crate) const HOST_ONLY_ENV: &[&str] = &["TACKLE_MCP_DEPTH", procs::MARKER_ENV];
+
 /// True when `name` matches one of [`SECRET_ENV`].
 pub(crate) fn is_secret(name: &OsStr) -> bool {
     let name = name.to_string_lossy().to_ascii_uppercase();
@@ -829,6 +815,7 @@ pub(crate) fn child_env(
     let mut env: Vec<(OsString, OsString)> = base
         .into_iter()
         .filter(|(name, _)| !is_secret(name))
+        .filter(|(name, _)| !HOST_ONLY_ENV.iter().any(|n| name == n))
         .filter(|(name, _)| !NON_INTERACTIVE_ENV.iter().any(|(n, _)| name == n))
         .collect();
     env.extend(

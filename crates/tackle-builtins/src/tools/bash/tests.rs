@@ -411,8 +411,11 @@ async fn bash_secrets_are_not_passed_to_the_shell() {
         limits: CaptureLimits {
             memory: 1024,
             head: 64,
-            spool_cap: 4096,
-            spool_dir: dir.path().join("spool"),
+            spool: BashOptions {
+                spool_cap: 4096,
+                ..options(dir.path())
+            }
+            .spool_place("s"),
         },
     };
     let finished = run::run(spec, &CancellationToken::new(), &|_| {})
@@ -420,4 +423,245 @@ async fn bash_secrets_are_not_passed_to_the_shell() {
         .unwrap();
     assert_eq!(finished.capture.text, "[][][yes][cat][dumb]\n");
     assert!(run::group_gone(finished.pgid));
+}
+
+/// The processes listed in the file `name` (`count` PIDs, one per line) that are still alive
+/// once they all ended or `wait` passed.
+async fn live_pids_after(dir: &Path, name: &str, count: usize, wait: Duration) -> Vec<i32> {
+    let listed = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    let pids: Vec<i32> = listed
+        .lines()
+        .filter_map(|line| line.trim().parse::<i32>().ok())
+        .collect();
+    assert_eq!(pids.len(), count, "{name} lists {listed:?}");
+    let start = Instant::now();
+    loop {
+        let live = live_pids(&pids);
+        if live.is_empty() || start.elapsed() >= wait {
+            return live;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The processes of `pids` that are alive (not zombies).
+fn live_pids(pids: &[i32]) -> Vec<i32> {
+    pids.iter()
+        .copied()
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .is_some_and(|(_, s)| !s.trim_start().starts_with('Z'))
+            })
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn bash_background_child_that_left_the_group_is_stopped_too() {
+    let dir = tempfile::tempdir().unwrap();
+    // `setsid` puts the child in its own session and group, out of reach of the group kill;
+    // it still holds the output.
+    let out = call(
+        dir.path(),
+        json!({"command": "setsid sh -c 'echo $$ >> pids.txt; exec sleep 100' & \
+                            sleep 100 & echo $! >> pids.txt; \
+                            while [ \"$(wc -l < pids.txt)\" -lt 2 ]; do sleep 0.01; done; echo done"}),
+    )
+    .await
+    .unwrap();
+    let text = text(&out);
+    assert!(
+        text.contains("Background processes that kept the output open were stopped."),
+        "{text}"
+    );
+    assert_eq!(out["backgroundStopped"], true, "{out}");
+    let left = live_pids_after(dir.path(), "pids.txt", 2, Duration::from_secs(2)).await;
+    assert!(
+        left.is_empty(),
+        "the output says stopped, but these run: {left:?}"
+    );
+}
+
+#[tokio::test]
+async fn bash_timeout_stops_processes_that_left_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    // Redirected, so only the environment marker ties it to the call.
+    let out = call(
+        dir.path(),
+        json!({"command": "setsid sh -c 'echo $$ > pid.txt; exec sleep 100' > /dev/null 2>&1 & \
+                            sleep 100", "timeout": 500}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out["timedOut"], true, "{out}");
+    let left = live_pids_after(dir.path(), "pid.txt", 1, Duration::from_secs(2)).await;
+    assert!(
+        left.is_empty(),
+        "the timeout says stopped, but these run: {left:?}"
+    );
+}
+
+#[tokio::test]
+async fn bash_background_child_with_redirected_output_outside_the_group_keeps_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call(
+        dir.path(),
+        json!({"command": "setsid sh -c 'echo $$ > pid.txt; exec sleep 100' > /dev/null 2>&1 & \
+                            while [ ! -s pid.txt ]; do sleep 0.01; done; echo done"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out["backgroundStopped"], false, "{out}");
+    let left = live_pids_after(dir.path(), "pid.txt", 1, Duration::ZERO).await;
+    assert_eq!(
+        left.len(),
+        1,
+        "a daemon with its own output is left running"
+    );
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(left[0]),
+        nix::sys::signal::SIGKILL,
+    );
+}
+
+/// Every spool file under `dir`, with its size, oldest first.
+fn spool_files(dir: &Path) -> Vec<(std::path::PathBuf, u64)> {
+    let mut files = Vec::new();
+    for session in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(session.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let metadata = file.metadata().unwrap();
+            files.push((file.path(), metadata.len(), metadata.modified().unwrap()));
+        }
+    }
+    files.sort_by_key(|(_, _, modified)| *modified);
+    files
+        .into_iter()
+        .map(|(path, size, _)| (path, size))
+        .collect()
+}
+
+#[tokio::test]
+async fn bash_spool_files_stay_under_the_total_cap_oldest_removed_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = BashOptions {
+        memory_bytes: 1000,
+        head_bytes: 100,
+        spool_cap: 10_000,
+        spool_total_cap: 25_000,
+        ..options(dir.path())
+    };
+    let spool_dir = opts.spool_dir.clone();
+    let mut paths = Vec::new();
+    for _ in 0..4 {
+        let out = call_with(dir.path(), opts.clone(), json!({"command": "seq 1 5000"}))
+            .await
+            .unwrap();
+        paths.push(out["spoolPath"].as_str().unwrap().to_owned());
+        // Distinct modification times, so "oldest" is well defined.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let files = spool_files(&spool_dir);
+    let total: u64 = files.iter().map(|(_, size)| size).sum();
+    assert!(total <= 25_000, "{total} bytes in {files:?}");
+    assert!(
+        !Path::new(&paths[0]).exists(),
+        "the oldest is removed first"
+    );
+    assert!(!Path::new(&paths[1]).exists(), "{files:?}");
+    assert!(Path::new(&paths[2]).exists() && Path::new(&paths[3]).exists());
+    // Each file is under the data directory given, never the system temp directory.
+    for path in &paths[2..] {
+        assert!(Path::new(path).starts_with(&spool_dir), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn bash_spool_files_are_removed_when_their_session_ends_or_grows_old() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = BashOptions {
+        memory_bytes: 1000,
+        head_bytes: 100,
+        ..options(dir.path())
+    };
+    let spool_dir = opts.spool_dir.clone();
+    let run_in = |session: &'static str| {
+        let opts = opts.clone();
+        let dir = dir.path().to_path_buf();
+        async move {
+            let tool = tool_with(&env(&dir), opts);
+            let cx = Context::new(
+                CallIdentity::new(session, "build", "m", "c"),
+                CancellationToken::new(),
+            );
+            match tool
+                .invoke(json!({"command": "seq 1 5000"}).to_string().into(), cx)
+                .await
+                .outcome
+            {
+                InvocationOutcome::Completed(output) => {
+                    output.structured["spoolPath"].as_str().unwrap().to_owned()
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let mine = run_in("one").await;
+    let other = run_in("two").await;
+    super::end_session_spools(&spool_dir, "one");
+    assert!(
+        !Path::new(&mine).exists(),
+        "the ended session's spool is gone"
+    );
+    assert!(Path::new(&other).exists(), "another session's spool stays");
+    // The sweep removes what is older than its limit.
+    super::sweep_spools(&spool_dir, Duration::ZERO);
+    assert!(!Path::new(&other).exists());
+    assert!(spool_files(&spool_dir).is_empty());
+}
+
+#[test]
+fn bash_output_names_background_processes_that_could_not_be_stopped() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let limits = CaptureLimits {
+        memory: 1024,
+        head: 64,
+        spool: options(dir.path()).spool_place("s"),
+    };
+    let mut capture = run::Capture::new(limits);
+    capture.push(b"done\n");
+    let finished = run::Finished {
+        capture: capture.finish(),
+        status: Some(std::process::ExitStatus::from_raw(0)),
+        timed_out: false,
+        cancelled: false,
+        stop: None,
+        background: true,
+        survivors: vec![super::procs::Found {
+            pid: 4242,
+            name: "sleep".to_owned(),
+        }],
+        output_held: true,
+        pgid: 1,
+    };
+    let out = super::render(
+        finished,
+        Duration::from_secs(1),
+        ".".into(),
+        Path::new("/bin/sh"),
+    );
+    assert!(!out.background_stopped);
+    assert!(
+        out.output
+            .contains("could not all be stopped (still running: 4242 (sleep))"),
+        "{}",
+        out.output
+    );
+    assert!(!out.output.contains("were stopped."), "{}", out.output);
+    assert_eq!(out.left_running.len(), 1);
 }

@@ -1,0 +1,102 @@
+//! The official MCP Python SDK (`pip install mcp`, which `.ci/run` installs) as a client of
+//! `tackle serve --http`: it lists, calls (a small result and one past the output bound) and
+//! ends its session without a complaint.
+
+mod support;
+
+use std::process::{Command, Stdio};
+
+use support::announced_url;
+
+/// The SDK client: lists the tools, reads a file, closes (which sends `DELETE`), and prints
+/// what it saw and every warning the SDK logged.
+const CLIENT: &str = r#"
+import asyncio, io, logging, sys
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+log = io.StringIO()
+logging.basicConfig(stream=log, level=logging.WARNING)
+
+async def main(url, path, big_path):
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            print("TOOLS", len(tools.tools))
+            result = await session.call_tool("read", {"filePath": path})
+            print("ERROR", result.is_error)
+            print("TEXT", result.content[0].text.replace("\n", " | "))
+            # A result whose structured output exceeds the bound must still be valid for the SDK.
+            big = await session.call_tool("read", {"filePath": big_path, "limit": 2000})
+            print("BIG_ERROR", big.is_error, (big.content[0].text or "")[:80].replace("\n", " | "))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+print("LOG", log.getvalue().replace("\n", " | "))
+"#;
+
+#[test]
+fn the_python_sdk_client_lists_calls_and_ends_its_session_cleanly() {
+    let sdk = Command::new("python3")
+        .args(["-c", "import mcp"])
+        .output()
+        .expect("python3 runs; install it, then `python3 -m pip install mcp` (see .ci/run)");
+    assert!(
+        sdk.status.success(),
+        "the MCP Python SDK is missing: run `python3 -m pip install mcp` (see .ci/run): {}",
+        String::from_utf8_lossy(&sdk.stderr)
+    );
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let file = root.path().join("a.txt");
+    std::fs::write(&file, "hello from tackle\n").unwrap();
+    let big = root.path().join("big.txt");
+    let lines: String = (0..2000)
+        .map(|i| format!("line {i} of a file larger than the bound\n"))
+        .collect();
+    std::fs::write(&big, lines).unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_tackle"))
+        .arg("--root")
+        .arg(root.path())
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("HOME", data.path())
+        .env_remove("TACKLE_MODEL")
+        .env_remove(tackle_mcp::DEPTH_ENV)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tackle serve --http");
+    let url = announced_url(&mut server);
+
+    let output = Command::new("python3")
+        .args(["-c", CLIENT, &url])
+        .arg(&file)
+        .arg(&big)
+        .output()
+        .expect("run the SDK client");
+    let _ = server.kill();
+    let _ = server.wait();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let tools: usize = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("TOOLS "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(tools >= 10, "{stdout}");
+    assert!(stdout.contains("ERROR False"), "{stdout}");
+    assert!(stdout.contains("hello from tackle"), "{stdout}");
+    assert!(stdout.contains("BIG_ERROR False"), "{stdout}");
+    let log = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("LOG"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        !log.contains("Session termination failed"),
+        "the SDK could not end its session: {log}"
+    );
+}
