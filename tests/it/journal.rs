@@ -316,6 +316,7 @@ fn journal_record_round_trips_through_serde() {
         managed: Vec::new(),
         started_at_ms: 1,
         timings: Default::default(),
+        adjustments: vec!["repaired the name `Echo` to `echo`".to_owned()],
     };
     let json = serde_json::to_string(&record).unwrap();
     let back: SettlementRecord = serde_json::from_str(&json).unwrap();

@@ -15,14 +15,11 @@ use tackle_mcp::TackleServer;
 use tackle_registry::ToolCall;
 
 mod approve;
-mod config;
-mod host;
-mod nesting;
 mod render;
 mod serve;
 
-use approve::AskMode;
-use host::{Host, HostOptions};
+use tackle_host::config;
+use tackle_host::{Approvals, Host, HostBuilder, TurnSpec};
 
 /// Exit code for a model-visible error result.
 const EXIT_MODEL_ERROR: u8 = 1;
@@ -221,6 +218,33 @@ fn config_check(
     })
 }
 
+/// Opens the host of the command: the Location, its data, the configuration already read.
+fn open_host(
+    root: PathBuf,
+    data_dir: PathBuf,
+    config: config::Config,
+    approvals: Approvals,
+    calls: Option<tackle_mcp::ClientCalls>,
+) -> anyhow::Result<Host> {
+    let mut builder = HostBuilder::new(root)
+        .data_dir(data_dir)
+        .config(config)
+        .approvals(approvals);
+    if let Some(calls) = calls {
+        builder = builder.elicit_from(calls);
+    }
+    let host = builder.build()?;
+    print_warnings(&host);
+    Ok(host)
+}
+
+/// Reports what the host skipped, on stderr.
+fn print_warnings(host: &Host) {
+    for warning in host.take_warnings() {
+        eprintln!("tackle: {warning}");
+    }
+}
+
 async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<ExitCode> {
     let Global {
         root: _,
@@ -237,31 +261,41 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
     };
     let data_dir = match data_dir {
         Some(dir) => dir,
-        None => default_data_dir()?,
+        None => tackle_host::default_data_dir().ok_or_else(|| {
+            anyhow::anyhow!("no data directory is known; pass --data-dir or set TACKLE_DATA_DIR")
+        })?,
+    };
+    let spec = |dialect| {
+        TurnSpec::agent(agent.clone())
+            .with_model(model.clone())
+            .with_dialect(dialect)
     };
     match cli.command {
         Command::Config { .. } => bail!("`config` runs before the runtime starts"),
         Command::Serve { yes, http } => {
             let address = http.as_deref().map(serve::http_address).transpose()?;
             let calls = tackle_mcp::ClientCalls::new();
-            let mut host = Host::open(HostOptions {
-                root,
-                agent: agent.clone(),
-                data_dir,
-                config,
-                ask: if yes { AskMode::Yes } else { AskMode::Refuse },
-                model,
-                client_calls: Some(calls.clone()),
-            })?;
+            let approvals = if yes {
+                Approvals::AllowOnce
+            } else {
+                approve::no_one_to_ask("the MCP client cannot show permission questions")
+            };
+            let host = open_host(root, data_dir, config, approvals, Some(calls.clone()))?;
             host.supervise_mcp().await;
+            print_warnings(&host);
+            let spec = spec(None);
+            host.turn(&spec)?;
             let changes = host.location().changes();
             let session_end = host.session_end();
             let open_world = host.open_world();
-            let mut server = TackleServer::from_turns(move || host.materialize(None))
-                .with_agent(agent)
-                .with_client_calls(calls)
-                .with_session_end(session_end)
-                .with_open_world(open_world);
+            let mut server = TackleServer::from_turns(move || {
+                host.turn(&spec)
+                    .expect("the agent was checked when the server started")
+            })
+            .with_agent(agent.clone())
+            .with_client_calls(calls)
+            .with_session_end(session_end)
+            .with_open_world(open_world);
             // Without `--session`, every connection is a session of its own.
             if let Some(session) = session {
                 server = server.with_session(session);
@@ -279,18 +313,11 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools { json, provider } => {
-            let host = Host::open(HostOptions {
-                root,
-                agent,
-                data_dir,
-                config,
-                ask: AskMode::Refuse,
-                model,
-                client_calls: None,
-            })?;
-            let mut host = host;
+            let approvals = approve::no_one_to_ask("`tools` asks nothing");
+            let host = open_host(root, data_dir, config, approvals, None)?;
             host.connect_mcp().await;
-            let turn = host.materialize(provider);
+            print_warnings(&host);
+            let turn = host.turn(&spec(provider))?;
             let text = match provider {
                 Some(_) => render::tools_provider(&turn)?,
                 None if json => render::tools_json(&turn)?,
@@ -318,25 +345,17 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 Some(args) => args,
                 None => "{}".to_owned(),
             };
-            let ask = if yes {
-                AskMode::Yes
+            let approvals = if yes {
+                Approvals::AllowOnce
             } else if !from_stdin && std::io::stdin().is_terminal() {
-                AskMode::Prompt
+                approve::terminal()
             } else {
-                AskMode::Refuse
+                approve::no_one_to_ask("this run is non-interactive")
             };
-            let host = Host::open(HostOptions {
-                root,
-                agent: agent.clone(),
-                data_dir,
-                config,
-                ask,
-                model,
-                client_calls: None,
-            })?;
-            let mut host = host;
+            let host = open_host(root, data_dir, config, approvals, None)?;
             host.connect_mcp().await;
-            let turn = host.materialize(provider);
+            print_warnings(&host);
+            let turn = host.turn(&spec(provider))?;
             // Ctrl-C cancels the call: it settles as interrupted, never as a result.
             let cancel = CancellationToken::new();
             let on_interrupt = cancel.clone();
@@ -347,7 +366,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             });
             let session = session.unwrap_or_else(|| "cli".to_owned());
             let cx = Context::new(identity(&session, &agent), cancel);
-            let settlement = turn.settle(cx, ToolCall::new(name, arguments)).await;
+            let settlement = host.settle(&turn, cx, ToolCall::new(name, arguments)).await;
             let text = if json {
                 render::settlement_json(&settlement)?
             } else {
@@ -376,17 +395,6 @@ fn model_from_env() -> anyhow::Result<Option<config::Model>> {
             .map(Some)
             .map_err(|message| anyhow::anyhow!("TACKLE_MODEL: {message}")),
         _ => Ok(None),
-    }
-}
-
-/// `$TACKLE_DATA_DIR`, else the platform data directory joined with `tackle`.
-fn default_data_dir() -> anyhow::Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("TACKLE_DATA_DIR").filter(|dir| !dir.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    match dirs::data_dir() {
-        Some(dir) => Ok(dir.join("tackle")),
-        None => bail!("no data directory is known; pass --data-dir or set TACKLE_DATA_DIR"),
     }
 }
 

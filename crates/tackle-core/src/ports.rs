@@ -64,6 +64,8 @@ pub enum OutcomeKind {
     Stale,
     /// The arguments did not decode.
     Invalid,
+    /// Host policy refused the call before it ran.
+    Refused,
     /// The output failed its codec (operational).
     InvalidOutput,
     /// The output could not be retained (operational).
@@ -76,12 +78,13 @@ pub enum OutcomeKind {
 
 impl OutcomeKind {
     /// Every outcome kind, in declaration order.
-    pub const ALL: [OutcomeKind; 9] = [
+    pub const ALL: [OutcomeKind; 10] = [
         OutcomeKind::Success,
         OutcomeKind::Failure,
         OutcomeKind::Unknown,
         OutcomeKind::Stale,
         OutcomeKind::Invalid,
+        OutcomeKind::Refused,
         OutcomeKind::InvalidOutput,
         OutcomeKind::RetentionFailed,
         OutcomeKind::Interrupted,
@@ -96,6 +99,7 @@ impl OutcomeKind {
             OutcomeKind::Unknown => "unknown",
             OutcomeKind::Stale => "stale",
             OutcomeKind::Invalid => "invalid",
+            OutcomeKind::Refused => "refused",
             OutcomeKind::InvalidOutput => "invalid_output",
             OutcomeKind::RetentionFailed => "retention_failed",
             OutcomeKind::Interrupted => "interrupted",
@@ -112,6 +116,7 @@ impl OutcomeKind {
                 | OutcomeKind::Unknown
                 | OutcomeKind::Stale
                 | OutcomeKind::Invalid
+                | OutcomeKind::Refused
         )
     }
 }
@@ -175,6 +180,10 @@ pub struct SettlementRecord {
     pub started_at_ms: u64,
     /// Phase durations.
     pub timings: PhaseTimings,
+    /// What host policy changed in the call before it settled (a repaired name, renamed
+    /// arguments, a hook's rewrite), one line each; empty when nothing was changed.
+    #[serde(default)]
+    pub adjustments: Vec<String>,
 }
 
 /// Why the journal could not record a settlement.
@@ -233,10 +242,11 @@ mod tests {
                 OutcomeKind::Unknown => 2,
                 OutcomeKind::Stale => 3,
                 OutcomeKind::Invalid => 4,
-                OutcomeKind::InvalidOutput => 5,
-                OutcomeKind::RetentionFailed => 6,
-                OutcomeKind::Interrupted => 7,
-                OutcomeKind::Panicked => 8,
+                OutcomeKind::Refused => 5,
+                OutcomeKind::InvalidOutput => 6,
+                OutcomeKind::RetentionFailed => 7,
+                OutcomeKind::Interrupted => 8,
+                OutcomeKind::Panicked => 9,
             }
         }
         for (i, kind) in OutcomeKind::ALL.into_iter().enumerate() {

@@ -134,6 +134,7 @@ struct Header {
     identity: CallIdentity,
     tool: String,
     started_at_ms: u64,
+    adjustments: Vec<String>,
 }
 
 impl Header {
@@ -153,6 +154,7 @@ impl Header {
             managed: Vec::new(),
             started_at_ms: self.started_at_ms,
             timings,
+            adjustments: self.adjustments,
         }
     }
 }
@@ -191,6 +193,7 @@ impl<'a> Settle<'a> {
                 identity: cx.identity().clone(),
                 tool: tool.into(),
                 started_at_ms,
+                adjustments: Vec::new(),
             },
             call_limits,
             agent_limits: config.agent_limits.get(cx.agent()).copied(),
@@ -201,6 +204,26 @@ impl<'a> Settle<'a> {
     /// The name the call named.
     pub fn tool(&self) -> &str {
         &self.header.tool
+    }
+
+    /// Records what host policy changed in the call before it got here (one line each), in
+    /// the journal and the settlement.
+    pub fn with_adjustments(mut self, adjustments: Vec<String>) -> Self {
+        self.header.adjustments = adjustments;
+        self
+    }
+
+    /// Settles a call that host policy stopped before it ran, without a result for the model:
+    /// the question it had to ask was withdrawn, or the call was cancelled meanwhile. Recorded
+    /// as interrupted; nothing runs.
+    pub async fn interrupt(self, reason: String) -> Settlement {
+        let timings = PhaseTimings {
+            resolve: self.started.elapsed(),
+            ..PhaseTimings::default()
+        };
+        let outcome = Outcome::Interrupted(crate::settlement::Interruption::Reported(reason));
+        let header = self.header.record(None, outcome.kind(), timings);
+        finish(self.config, None, header, outcome, Vec::new(), Vec::new()).await
     }
 
     /// Settles a call whose name did not resolve to a runnable registration (unknown, stale):
@@ -421,6 +444,8 @@ async fn finish(
         sub_calls,
         managed,
         timings,
+        adjustments: record.adjustments.clone(),
+        annotations: Vec::new(),
     };
     record.model_result = settlement.model_result_json();
     record.managed = settlement.managed.clone();

@@ -67,6 +67,8 @@ pub enum ModelErrorKind {
     Stale,
     /// The arguments did not decode; nothing ran.
     Invalid,
+    /// Host policy refused the call before it ran (a hook, a loop check); nothing ran.
+    Refused,
 }
 
 /// An error result the model sees, with a message that says how to fix the call.
@@ -156,6 +158,7 @@ impl Outcome {
                 ModelErrorKind::Unknown => OutcomeKind::Unknown,
                 ModelErrorKind::Stale => OutcomeKind::Stale,
                 ModelErrorKind::Invalid => OutcomeKind::Invalid,
+                ModelErrorKind::Refused => OutcomeKind::Refused,
             },
             Outcome::Interrupted(_) => OutcomeKind::Interrupted,
             Outcome::Defect(Defect::Panicked(_)) => OutcomeKind::Panicked,
@@ -216,6 +219,11 @@ pub struct Settlement {
     pub managed: Vec<ManagedRef>,
     /// Phase durations.
     pub timings: PhaseTimings,
+    /// What host policy changed in the call before it settled, one line each (also journaled).
+    pub adjustments: Vec<String>,
+    /// Notes host policy attached after the call settled, for the host only: never part of the
+    /// model's result or the journal's.
+    pub annotations: Vec<String>,
 }
 
 impl Settlement {

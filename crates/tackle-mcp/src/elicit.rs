@@ -147,11 +147,9 @@ impl Approver for ElicitingApprover {
         let task = runtime.spawn(async move {
             let reply = match peer.create_elicitation(params).await {
                 Ok(result) => reply_of(result.action, result.content.as_ref()),
-                Err(error) => Reply::Reject {
-                    message: Some(format!(
-                        "The MCP client could not be asked for permission ({error}). Allow it \
-                         in the permission config, or restart the server with --yes."
-                    )),
+                Err(error) => Reply::NoOneToAsk {
+                    reason: format!("the MCP client could not show the question: {error}"),
+                    remedy: Some("restart the server with --yes".to_owned()),
                 },
             };
             if let Some(service) = service.upgrade()

@@ -167,6 +167,16 @@ pub enum Reply {
         /// What the user wants done instead.
         message: Option<String>,
     },
+    /// Nobody could be asked: the host has no person to put the question to (a non-interactive
+    /// run, a client that cannot show prompts). Not a person's decision, so it refuses only this
+    /// request and does not cascade to the session's other questions.
+    NoOneToAsk {
+        /// Why, in a clause the message completes: "this run is non-interactive".
+        reason: String,
+        /// How the user can allow it without being asked, such as "re-run with --yes"; the
+        /// message always adds the permission rule that would allow it.
+        remedy: Option<String>,
+    },
 }
 
 /// Why a permission request did not go ahead. Its `Display` is the text the model reads.
@@ -196,6 +206,17 @@ pub enum PermissionError {
         patterns: Vec<String>,
         /// The user's words.
         feedback: String,
+    },
+    /// Nobody could be asked: no person decided anything.
+    Unanswered {
+        /// The permission asked for.
+        permission: String,
+        /// The resources asked for.
+        patterns: Vec<String>,
+        /// Why nobody could be asked.
+        reason: String,
+        /// How the user can allow it without being asked, beyond a permission rule.
+        remedy: Option<String>,
     },
     /// The call or session was cancelled while the request was pending.
     Cancelled {
@@ -248,6 +269,27 @@ impl fmt::Display for PermissionError {
                 "The user rejected permission to run `{permission}` on {} and said: {feedback}",
                 Listed(patterns),
             ),
+            PermissionError::Unanswered {
+                permission,
+                patterns,
+                reason,
+                remedy,
+            } => {
+                write!(
+                    f,
+                    "Nobody could be asked for permission to run `{permission}` on {} \
+                     ({reason}), so the call was not run. No person refused it, and calling \
+                     again will get the same answer. The user can allow it with the permission \
+                     rule `\"{permission}\": {{\"{}\": \"allow\"}}`",
+                    Listed(patterns),
+                    patterns.first().map_or("*", String::as_str),
+                )?;
+                match remedy {
+                    Some(remedy) => write!(f, ", or {remedy}."),
+                    None => f.write_str("."),
+                }?;
+                f.write_str(" Choose another approach, or tell the user what you need.")
+            }
             PermissionError::Cancelled {
                 permission,
                 patterns,
@@ -619,6 +661,15 @@ impl PermissionService {
                             && matches!(decide(&p.ruleset, &approved, &p.request), Verdict::Allow)
                     });
                     settled.extend(now_allowed.into_iter().map(|p| p.settle(Ok(()))));
+                }
+                Reply::NoOneToAsk { reason, remedy } => {
+                    let error = PermissionError::Unanswered {
+                        permission: pending.request.permission.clone(),
+                        patterns: pending.request.patterns.clone(),
+                        reason,
+                        remedy,
+                    };
+                    settled.push(pending.settle(Err(error)));
                 }
                 Reply::Reject { message } => {
                     let error = match message.filter(|m| !m.trim().is_empty()) {

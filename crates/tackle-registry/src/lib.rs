@@ -35,6 +35,7 @@
 #![deny(missing_docs)]
 
 mod batch;
+mod layer;
 mod location;
 mod name;
 mod placement;
@@ -43,6 +44,7 @@ mod suggest;
 mod turn;
 
 pub use batch::{BatchCallResult, BatchOptions, BatchOutput, MAX_BATCH_CALLS, batch_tool};
+pub use layer::{CallDraft, Layer, Layers};
 pub use location::Location;
 pub use placement::{Registration, RegistrationError, RegistryChanges, ToolRegistry, ToolSet};
 pub use turn::{AdvertisedTool, AllTools, Turn, TurnFilter};

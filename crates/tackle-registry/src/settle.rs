@@ -7,10 +7,11 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use tackle_core::{
     AnyTool, Context, ModelErrorKind, RegistrationId, Settle, Settlement, SubSettle, ToolCall,
-    ToolDefinition,
+    ToolDefinition, ToolFailure,
 };
 use tracing::Instrument;
 
+use crate::layer::CallDraft;
 use crate::suggest::nearest_names;
 use crate::turn::{Turn, TurnInner};
 
@@ -59,6 +60,36 @@ impl Turn {
     }
 
     async fn settle_inner(&self, cx: Context, call: ToolCall) -> Settlement {
+        let layers = self.inner.layers.clone();
+        if layers.is_empty() {
+            return self.settle_call(cx, call, Vec::new(), None).await;
+        }
+        let mut draft = CallDraft::new(call);
+        let mut stopped = None;
+        for layer in layers.iter() {
+            if let Err(failure) = layer.before(self, &cx, &mut draft).await {
+                stopped = Some(failure);
+                break;
+            }
+        }
+        let (call, adjustments) = draft.into_parts();
+        let mut settlement = self
+            .settle_call(cx.clone(), call, adjustments, stopped)
+            .await;
+        for layer in layers.iter().rev() {
+            layer.after(self, &cx, &mut settlement).await;
+        }
+        settlement
+    }
+
+    /// Settles a call after host policy: resolved and run, or stopped by a layer.
+    async fn settle_call(
+        &self,
+        cx: Context,
+        call: ToolCall,
+        adjustments: Vec<String>,
+        stopped: Option<ToolFailure>,
+    ) -> Settlement {
         let (name, arguments, limits) = call.into_parts();
         let inner = &*self.inner;
         let settle = Settle::begin(
@@ -68,7 +99,19 @@ impl Turn {
             &cx,
             name,
             limits,
-        );
+        )
+        .with_adjustments(adjustments);
+        match stopped {
+            Some(failure) if failure.is_interruption() => {
+                return settle.interrupt(failure.to_string()).await;
+            }
+            Some(failure) => {
+                return settle
+                    .reject(ModelErrorKind::Refused, None, failure.to_string())
+                    .await;
+            }
+            None => {}
+        }
         match self.resolve(settle.tool()) {
             Ok(Resolved {
                 registration,

@@ -1,5 +1,6 @@
 //! Provider turns: what was advertised, with which registration identities.
 
+use crate::layer::Layers;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -61,6 +62,7 @@ impl AdvertisedTool {
     }
 }
 
+#[derive(Clone)]
 pub(crate) struct TurnInner {
     pub(crate) location: Arc<LocationInner>,
     tools: Vec<AdvertisedTool>,
@@ -71,6 +73,8 @@ pub(crate) struct TurnInner {
     exported: Vec<Value>,
     /// The tools left out because the dialect cannot express them.
     incompatible: Vec<SchemaCompatError>,
+    /// Host policy around every call of the turn, sub-calls included.
+    pub(crate) layers: Layers,
 }
 
 impl TurnInner {
@@ -156,6 +160,19 @@ impl Turn {
                 dialect,
                 exported,
                 incompatible,
+                layers: Arc::new([]),
+            }),
+        }
+    }
+
+    /// This turn with `layers` of host policy around every call settled through it, sub-calls
+    /// (a `batch`'s) included. The advertised tools and their identities are the same; the
+    /// layers replace any the turn had.
+    pub fn with_layers(&self, layers: Layers) -> Turn {
+        Turn {
+            inner: Arc::new(TurnInner {
+                layers,
+                ..(*self.inner).clone()
             }),
         }
     }

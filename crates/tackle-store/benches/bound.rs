@@ -199,6 +199,7 @@ fn settlement(task: u64, i: u64) -> SettlementRecord {
             execute: Duration::from_micros(1234),
             ..PhaseTimings::default()
         },
+        adjustments: Vec::new(),
     }
 }
 

@@ -21,7 +21,9 @@ pub const MAX_BATCH: usize = 4096;
 ///
 /// - 1: one row per settlement, keyed by the host's IDs.
 /// - 2: `call_index` and `parent_call`, for sub-calls settled on behalf of a call (a `batch`'s).
-const SCHEMA_VERSION: i64 = 2;
+/// - 3: `adjustments`, what host policy changed in the call before it settled (a JSON array of
+///   strings).
+const SCHEMA_VERSION: i64 = 3;
 
 /// How long a connection waits for another process's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -49,7 +51,8 @@ CREATE TABLE IF NOT EXISTS settlements (
     project_us INTEGER NOT NULL,
     bound_us INTEGER NOT NULL,
     call_index INTEGER,
-    parent_call TEXT GENERATED ALWAYS AS (CASE WHEN call_index IS NULL THEN NULL ELSE call END) VIRTUAL
+    parent_call TEXT GENERATED ALWAYS AS (CASE WHEN call_index IS NULL THEN NULL ELSE call END) VIRTUAL,
+    adjustments TEXT NOT NULL DEFAULT '[]'
 ) STRICT;
 CREATE INDEX IF NOT EXISTS settlements_by_session ON settlements (session, id);
 CREATE INDEX IF NOT EXISTS settlements_by_parent ON settlements (parent_call, call_index);
@@ -63,17 +66,22 @@ ALTER TABLE settlements ADD COLUMN parent_call TEXT
 CREATE INDEX IF NOT EXISTS settlements_by_parent ON settlements (parent_call, call_index);
 ";
 
+/// From version 2: the host policy's adjustments, none for the rows already there.
+const MIGRATE_2_TO_3: &str = "
+ALTER TABLE settlements ADD COLUMN adjustments TEXT NOT NULL DEFAULT '[]';
+";
+
 const INSERT: &str = "
 INSERT INTO settlements (
     session, agent, assistant_message, call, call_index, tool, registration, outcome,
     model_result, managed, started_at_ms, resolve_us, decode_us, execute_us, encode_us,
-    project_us, bound_us
-) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+    project_us, bound_us, adjustments
+) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
 
 const SELECT: &str = "
 SELECT id, session, agent, assistant_message, call, call_index, tool, registration, outcome,
     model_result, managed, started_at_ms, resolve_us, decode_us, execute_us, encode_us,
-    project_us, bound_us
+    project_us, bound_us, adjustments
 FROM settlements";
 
 /// What a resolved [`SqliteJournal::record`](Journal::record) survives.
@@ -134,6 +142,7 @@ struct RowValues {
     managed: String,
     started_at_ms: i64,
     timings_us: [i64; 6],
+    adjustments: String,
 }
 
 impl SqliteJournal {
@@ -283,7 +292,11 @@ fn prepare_writer(conn: &Connection, durability: Durability) -> Result<(), BoxEr
     let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
     let version: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
     match version {
-        1 => tx.execute_batch(MIGRATE_1_TO_2)?,
+        1 => {
+            tx.execute_batch(MIGRATE_1_TO_2)?;
+            tx.execute_batch(MIGRATE_2_TO_3)?;
+        }
+        2 => tx.execute_batch(MIGRATE_2_TO_3)?,
         0 | SCHEMA_VERSION => tx.execute_batch(SCHEMA)?,
         newer => {
             return Err(format!(
@@ -347,6 +360,7 @@ fn commit(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
                 encode,
                 project,
                 bound,
+                row.adjustments,
             ])?;
         }
     }
@@ -382,6 +396,8 @@ impl RowValues {
             managed,
             started_at_ms,
             timings_us: [t.resolve, t.decode, t.execute, t.encode, t.project, t.bound].map(micros),
+            adjustments: serde_json::to_string(&record.adjustments)
+                .map_err(|e| JournalError(format!("adjustments did not serialize: {e}")))?,
         })
     }
 }
@@ -442,6 +458,8 @@ fn read_row(row: &Row<'_>) -> Result<SettlementRecord, BoxError> {
             project: timing("project_us").map_err(in_row)?,
             bound: timing("bound_us").map_err(in_row)?,
         },
+        adjustments: serde_json::from_str(&row.get::<_, String>("adjustments")?)
+            .map_err(|e| in_row(e.into()))?,
     })
 }
 

@@ -32,6 +32,7 @@ fn record(call: &str) -> SettlementRecord {
         managed: Vec::new(),
         started_at_ms: 1,
         timings: PhaseTimings::default(),
+        adjustments: Vec::new(),
     }
 }
 

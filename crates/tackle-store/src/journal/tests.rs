@@ -17,6 +17,7 @@ fn record(session: &str, call: &str) -> SettlementRecord {
         managed: Vec::new(),
         started_at_ms: 1_700_000_000_000,
         timings: PhaseTimings::default(),
+        adjustments: Vec::new(),
     }
 }
 
@@ -54,6 +55,9 @@ fn rich_record() -> SettlementRecord {
             project: Duration::from_micros(4_000_001),
             bound: Duration::from_micros(u32::MAX as u64),
         },
+        adjustments: vec![
+            "renamed the argument `old_string` to `oldString` (ünï \"q\")".to_owned(),
+        ],
     }
 }
 
@@ -421,7 +425,7 @@ async fn a_version_1_journal_is_migrated_in_place() {
     journal.record(sub.clone()).await.unwrap();
     drop(journal);
 
-    // Opening again finds version 2 and changes nothing.
+    // Opening again finds the current version and changes nothing.
     let journal = SqliteJournal::open(&path).unwrap();
     assert_eq!(journal.records().unwrap(), vec![old, sub]);
     let conn = Connection::open(&path).unwrap();
@@ -429,4 +433,17 @@ async fn a_version_1_journal_is_migrated_in_place() {
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
+}
+
+#[tokio::test]
+async fn host_adjustments_round_trip() {
+    let temp = tempfile::tempdir().unwrap();
+    let journal = SqliteJournal::open(temp.path().join("journal.sqlite3")).unwrap();
+    let mut adjusted = record("s", "c");
+    adjusted.adjustments = vec![
+        "repaired the name `Read` to `read`".to_owned(),
+        "renamed the argument `file_path` to `filePath`".to_owned(),
+    ];
+    journal.record(adjusted.clone()).await.unwrap();
+    assert_eq!(journal.records().unwrap(), vec![adjusted]);
 }

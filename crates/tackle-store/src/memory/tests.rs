@@ -15,6 +15,7 @@ fn record(session: &str, call: &str) -> SettlementRecord {
         managed: Vec::new(),
         started_at_ms: 0,
         timings: PhaseTimings::default(),
+        adjustments: Vec::new(),
     }
 }
 

@@ -5,9 +5,11 @@ use tackle_permission::ConfigValue;
 
 /// A position in the text, both counted from 1. Columns count characters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Pos {
-    pub(crate) line: usize,
-    pub(crate) column: usize,
+pub struct Pos {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
 }
 
 /// A value with the position where it starts.

@@ -20,7 +20,10 @@ use tackle_permission::{
 
 mod json;
 
-use json::{Entry, Node, Pos, Value};
+use crate::error::HostError;
+
+pub use json::Pos;
+use json::{Entry, Node, Value};
 
 /// The keys of a tackle configuration file.
 const TOP_KEYS: &[&str] = &[
@@ -42,7 +45,7 @@ const TOP_KEYS: &[&str] = &[
 ///
 /// It lives in the CLI, not next to the tools: which editing tool suits which model is a host's
 /// policy about models, and the tools themselves work the same for every model.
-pub(crate) const DEFAULT_TOOL_SETS: &[(&str, &[(&str, bool)])] = &[
+pub const DEFAULT_TOOL_SETS: &[(&str, &[(&str, bool)])] = &[
     // Patch-trained models get `apply_patch`; the others keep the string-replacing tools.
     ("*", &[("apply_patch", false)]),
     ("openai/gpt-5*", PATCH_TOOLS),
@@ -59,16 +62,16 @@ const PATCH_TOOLS: &[(&str, bool)] = &[
 
 /// The model a turn is for, chosen with `--model PROVIDER/MODEL` or `TACKLE_MODEL`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Model {
+pub struct Model {
     /// The provider, such as `openai`: the part before the first `/`.
-    pub(crate) provider: String,
+    pub provider: String,
     /// The model within the provider, such as `gpt-5.1`; it may hold more `/`.
-    pub(crate) id: String,
+    pub id: String,
 }
 
 impl Model {
     /// Parses `provider/model`; both parts must be non-empty.
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, String> {
         match text.trim().split_once('/') {
             Some((provider, id)) if !provider.is_empty() && !id.is_empty() => Ok(Self {
                 provider: provider.to_owned(),
@@ -90,18 +93,18 @@ impl fmt::Display for Model {
 
 /// One `models` entry: a model glob and the tools it turns on or hides.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ModelTools {
+pub struct ModelTools {
     /// The model glob, such as `openai/gpt-5*`.
-    pub(crate) model: String,
+    pub model: String,
     /// Tool names, each `true` (offer) or `false` (hide), in file order.
-    pub(crate) tools: Vec<(String, bool)>,
+    pub tools: Vec<(String, bool)>,
     /// The file that defined it.
-    pub(crate) file: PathBuf,
+    pub file: PathBuf,
 }
 
 impl ModelTools {
     /// A summary for `config check --json`.
-    pub(crate) fn to_json(&self) -> serde_json::Value {
+    pub fn to_json(&self) -> serde_json::Value {
         let tools: serde_json::Map<String, serde_json::Value> = self
             .tools
             .iter()
@@ -114,7 +117,7 @@ impl ModelTools {
 /// The tool set of one model: which tools it turns on or hides. A tool it does not name is
 /// offered.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct ToolChoices(Vec<(String, bool)>);
+pub struct ToolChoices(Vec<(String, bool)>);
 
 impl ToolChoices {
     /// Records `on` for `name`, replacing an earlier choice.
@@ -124,7 +127,7 @@ impl ToolChoices {
     }
 
     /// False when the tool set hides `name`.
-    pub(crate) fn offers(&self, name: &str) -> bool {
+    pub fn offers(&self, name: &str) -> bool {
         self.0
             .iter()
             .find(|(n, _)| n == name)
@@ -134,12 +137,12 @@ impl ToolChoices {
 
 /// One problem in one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Problem {
-    pub(crate) file: PathBuf,
+pub struct Problem {
+    pub file: PathBuf,
     /// The key path, such as `limits.maxLines`; empty for the whole file.
-    pub(crate) path: String,
-    pub(crate) pos: Option<Pos>,
-    pub(crate) message: String,
+    pub path: String,
+    pub pos: Option<Pos>,
+    pub message: String,
 }
 
 impl fmt::Display for Problem {
@@ -156,7 +159,7 @@ impl fmt::Display for Problem {
 }
 
 impl Problem {
-    pub(crate) fn to_json(&self) -> serde_json::Value {
+    pub fn to_json(&self) -> serde_json::Value {
         json!({
             "file": self.file.display().to_string(),
             "path": self.path,
@@ -169,7 +172,7 @@ impl Problem {
 
 /// The problems of a failed load, one per line when shown.
 #[derive(Debug)]
-pub(crate) struct Problems(pub(crate) Vec<Problem>);
+pub struct Problems(pub Vec<Problem>);
 
 impl fmt::Display for Problems {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -206,7 +209,7 @@ struct AgentConfig {
 
 /// How an MCP server is reached.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum McpTransport {
+pub enum McpTransport {
     /// A child process speaking MCP on stdin and stdout.
     Stdio {
         command: String,
@@ -222,16 +225,16 @@ pub(crate) enum McpTransport {
 
 /// One configured MCP server, validated; the MCP client connects to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct McpServer {
-    pub(crate) name: String,
+pub struct McpServer {
+    pub name: String,
     /// The file that defined it.
-    pub(crate) file: PathBuf,
-    pub(crate) transport: McpTransport,
+    pub file: PathBuf,
+    pub transport: McpTransport,
 }
 
 impl McpServer {
     /// A summary for `config check --json`; environment and header values are not shown.
-    pub(crate) fn to_json(&self) -> serde_json::Value {
+    pub fn to_json(&self) -> serde_json::Value {
         let keys = |pairs: &[(String, String)]| -> Vec<String> {
             pairs.iter().map(|(k, _)| k.clone()).collect()
         };
@@ -250,12 +253,12 @@ impl McpServer {
 
 /// The merged configuration.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Config {
+pub struct Config {
     /// The files read, in order.
-    pub(crate) files: Vec<PathBuf>,
+    pub files: Vec<PathBuf>,
     permission: Ruleset,
     agents: Vec<(String, AgentConfig)>,
-    pub(crate) mcp: Vec<McpServer>,
+    pub mcp: Vec<McpServer>,
     limits: LimitsOverride,
     shell_path: Option<String>,
     default_timeout_ms: Option<u64>,
@@ -263,9 +266,9 @@ pub(crate) struct Config {
     /// Tool names (`*` globs) not to register, from `disabledTools` and `tools: {name: false}`.
     disabled_tools: Vec<String>,
     /// The `models` entries, in file order.
-    pub(crate) models: Vec<ModelTools>,
+    pub models: Vec<ModelTools>,
     /// Built-ins a custom tool of the same name replaces.
-    pub(crate) overrides: Vec<String>,
+    pub overrides: Vec<String>,
 }
 
 /// The files that apply to `root`, in the order they are read, without the `--config` file.
@@ -291,9 +294,17 @@ fn config_files(root: &Path, home: Option<&Path>) -> Vec<(PathBuf, Dialect)> {
 }
 
 /// Reads and merges every file that applies, or reports every problem found.
-pub(crate) fn load(root: &Path, flag: Option<&Path>) -> Result<Config, Problems> {
-    let home = dirs::home_dir();
-    let mut files = config_files(root, home.as_deref());
+pub fn load(root: &Path, flag: Option<&Path>) -> Result<Config, Problems> {
+    load_with_home(root, flag, dirs::home_dir().as_deref())
+}
+
+/// [`load`] with `home` as the user's home directory (`None`: no user configuration).
+pub fn load_with_home(
+    root: &Path,
+    flag: Option<&Path>,
+    home: Option<&Path>,
+) -> Result<Config, Problems> {
+    let mut files = config_files(root, home);
     if let Some(flag) = flag {
         files.push((flag.to_path_buf(), Dialect::Flag));
     }
@@ -343,7 +354,7 @@ pub(crate) fn load(root: &Path, flag: Option<&Path>) -> Result<Config, Problems>
 
 impl Config {
     /// The agent `name`: a preset or a configured agent, with the configured rules on top.
-    pub(crate) fn agent(&self, name: &str, context: &PresetContext) -> anyhow::Result<Agent> {
+    pub fn agent(&self, name: &str, context: &PresetContext) -> Result<Agent, HostError> {
         let configured = self
             .agents
             .iter()
@@ -363,10 +374,10 @@ impl Config {
                 let mut names: Vec<&str> = PRESET_NAMES.to_vec();
                 let configured = self.agents.iter().map(|(n, _)| n.as_str());
                 names.extend(configured.filter(|n| !PRESET_NAMES.contains(n)));
-                anyhow::bail!(
-                    "unknown agent `{name}`; choose one of: {}",
-                    names.join(", ")
-                );
+                return Err(HostError::UnknownAgent {
+                    name: name.to_owned(),
+                    known: names.join(", "),
+                });
             }
         };
         if let Some(config) = configured {
@@ -381,12 +392,12 @@ impl Config {
     }
 
     /// The registry-wide output limits.
-    pub(crate) fn output_limits(&self) -> OutputLimits {
+    pub fn output_limits(&self) -> OutputLimits {
         OutputLimits::default().with(&self.limits)
     }
 
     /// The bash tool's options.
-    pub(crate) fn bash_options(&self) -> BashOptions {
+    pub fn bash_options(&self) -> BashOptions {
         let mut options = BashOptions::default();
         if let Some(ms) = self.default_timeout_ms {
             options.default_timeout = Duration::from_millis(ms);
@@ -401,14 +412,14 @@ impl Config {
     }
 
     /// True when `name` must not be registered or offered.
-    pub(crate) fn is_disabled(&self, name: &str) -> bool {
+    pub fn is_disabled(&self, name: &str) -> bool {
         self.disabled_tools
             .iter()
             .any(|pattern| Pattern::new(pattern).matches(name))
     }
 
     /// [`Config::is_disabled`] as a filter that owns its compiled patterns.
-    pub(crate) fn disabled_filter(&self) -> impl Fn(&str) -> bool + Send + Sync + 'static {
+    pub fn disabled_filter(&self) -> impl Fn(&str) -> bool + Send + Sync + 'static {
         let patterns: Vec<Pattern> = self
             .disabled_tools
             .iter()
@@ -419,7 +430,7 @@ impl Config {
 
     /// The tool set of `model`: the built-in defaults, then the `models` entries, each matching
     /// entry overriding earlier ones per tool name. With no model, every tool is offered.
-    pub(crate) fn tool_choices(&self, model: Option<&Model>) -> ToolChoices {
+    pub fn tool_choices(&self, model: Option<&Model>) -> ToolChoices {
         let mut choices = ToolChoices::default();
         let Some(model) = model else {
             return choices;

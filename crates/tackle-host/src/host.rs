@@ -1,0 +1,511 @@
+//! [`HostBuilder`] and [`Host`]: one opened Location with its stores, permissions, tools and
+//! policy, ready to make turns and settle calls.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tackle_builtins::{Ask, Gate, LocationFs, QuestionAsker, ToolEnv, tools::bash};
+use tackle_core::{Context, Provider, Settlement, ToolCall, ToolDefinition};
+use tackle_mcp::ClientCalls;
+use tackle_permission::{PermissionService, PresetContext};
+use tackle_registry::{Layers, Location, SettlementConfig, ToolRegistry, Turn};
+use tackle_store::{
+    DEFAULT_RETENTION, FsOutputStore, SqliteJournal, SqliteSavedApprovals, SqliteSessionState,
+};
+
+use crate::agents::Agents;
+use crate::approvals::{Approvals, HostApprover};
+use crate::config::{self, Config, Model};
+use crate::error::HostError;
+use crate::plugin::{InstalledPlugin, Plugin, PluginScope};
+use crate::policy::{self, Hooks};
+use crate::toolsets::{self, ToolSets};
+
+/// Builds a [`Host`]: where the Location and its data live, how questions are answered, which
+/// configuration applies and which plugins to install.
+///
+/// ```no_run
+/// # async fn example() -> Result<(), tackle_host::HostError> {
+/// let host = tackle_host::HostBuilder::new("/path/to/repo").build()?;
+/// let turn = host.turn(&tackle_host::TurnSpec::default())?;
+/// # Ok(()) }
+/// ```
+pub struct HostBuilder {
+    root: PathBuf,
+    data_dir: Option<PathBuf>,
+    config: Option<Config>,
+    config_file: Option<PathBuf>,
+    home: Option<PathBuf>,
+    approvals: Approvals,
+    client_calls: Option<ClientCalls>,
+    question: Option<Arc<dyn QuestionAsker>>,
+    plugins: Vec<Arc<dyn Plugin>>,
+    default_agent: String,
+    default_model: Option<Model>,
+}
+
+impl HostBuilder {
+    /// A host for the Location at `root`, with the defaults: data under
+    /// [`default_data_dir`], the configuration files that apply to `root` (the user's, the
+    /// project's or `opencode.json`), nobody to ask, the `build` agent, no model.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            data_dir: None,
+            config: None,
+            config_file: None,
+            home: dirs::home_dir(),
+            approvals: Approvals::default(),
+            client_calls: None,
+            question: None,
+            plugins: Vec::new(),
+            default_agent: "build".to_owned(),
+            default_model: None,
+        }
+    }
+
+    /// Where the journal, managed outputs, saved approvals, session state and spool files live.
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// Uses `config` instead of reading the configuration files.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Reads `file` after the files that apply (the command line's `--config`).
+    pub fn config_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.config_file = Some(file.into());
+        self
+    }
+
+    /// The home directory for user configuration, skills and custom tools (default: the
+    /// user's); `None` reads none of them.
+    pub fn home(mut self, home: Option<PathBuf>) -> Self {
+        self.home = home;
+        self
+    }
+
+    /// How permission questions are answered.
+    pub fn approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = approvals;
+        self
+    }
+
+    /// When serving MCP: ask the client that made a call by elicitation first, when it can be
+    /// asked, before [`HostBuilder::approvals`] decides.
+    pub fn elicit_from(mut self, calls: ClientCalls) -> Self {
+        self.client_calls = Some(calls);
+        self
+    }
+
+    /// Offers the `question` tool, asking a person through `asker`.
+    pub fn question_asker(mut self, asker: Arc<dyn QuestionAsker>) -> Self {
+        self.question = Some(asker);
+        self
+    }
+
+    /// Installs `plugin` after the built-ins, in a scope of its own.
+    pub fn plugin(mut self, plugin: impl Plugin) -> Self {
+        self.plugins.push(Arc::new(plugin));
+        self
+    }
+
+    /// The agent of [`TurnSpec::default`] (default `build`).
+    pub fn default_agent(mut self, agent: impl Into<String>) -> Self {
+        self.default_agent = agent.into();
+        self
+    }
+
+    /// The model of [`TurnSpec::default`] (default none: every tool set).
+    pub fn default_model(mut self, model: Option<Model>) -> Self {
+        self.default_model = model;
+        self
+    }
+
+    /// Opens the stores, registers the built-ins, batch, the custom tools and the plugins, and
+    /// checks the default agent.
+    pub fn build(self) -> Result<Host, HostError> {
+        let root = std::fs::canonicalize(&self.root).map_err(|source| HostError::Root {
+            path: self.root.clone(),
+            source,
+        })?;
+        let data_dir = match self.data_dir {
+            Some(dir) => dir,
+            None => default_data_dir().ok_or(HostError::NoDataDir)?,
+        };
+        std::fs::create_dir_all(&data_dir).map_err(|source| HostError::DataDir {
+            path: data_dir.clone(),
+            source,
+        })?;
+        let config = match self.config {
+            Some(config) => config,
+            None => {
+                config::load_with_home(&root, self.config_file.as_deref(), self.home.as_deref())?
+            }
+        };
+        let config = Arc::new(config);
+        let mut warnings = Vec::new();
+
+        let store_error =
+            |store: &'static str| move |e: String| HostError::Store { store, message: e };
+        let output_dir = data_dir.join("tool-output");
+        let store = FsOutputStore::new(&output_dir)
+            .map_err(|e| store_error("output store")(e.to_string()))?;
+        store.spawn_sweep_once(DEFAULT_RETENTION);
+        let spool_dir = spool_dir(&data_dir);
+        {
+            let spool_dir = spool_dir.clone();
+            std::thread::spawn(move || bash::sweep_spools(&spool_dir, bash::SPOOL_MAX_AGE));
+        }
+        let journal_path = data_dir.join("journal.sqlite3");
+        let journal = SqliteJournal::open(&journal_path)
+            .map_err(|e| store_error("journal")(e.to_string()))?;
+        let approvals = SqliteSavedApprovals::open(&journal_path)
+            .map_err(|e| store_error("saved approvals")(e.to_string()))?;
+        let session_state = Arc::new(
+            SqliteSessionState::open(&journal_path)
+                .map_err(|e| store_error("session state")(e.to_string()))?,
+        );
+
+        // Created here so the preset can allow its canonical path.
+        let _ = std::fs::create_dir_all(&spool_dir);
+        let preset_context = PresetContext {
+            managed_output_dir: Some(canonical(&output_dir)),
+            temp_dir: Some(canonical(&std::env::temp_dir())),
+            extra_allowed_dirs: vec![canonical(&spool_dir)],
+            ..PresetContext::default()
+        };
+        let agents = Arc::new(Agents::new(config.clone(), preset_context));
+        agents.get(&self.default_agent)?;
+
+        let fallback = Arc::new(HostApprover::new(self.approvals));
+        let eliciting = self
+            .client_calls
+            .map(|calls| Arc::new(tackle_mcp::ElicitingApprover::new(calls, fallback.clone())));
+        let approver: Arc<dyn tackle_permission::Approver> = match &eliciting {
+            Some(eliciting) => eliciting.clone(),
+            None => fallback.clone(),
+        };
+        let permissions = Arc::new(
+            PermissionService::new(root.to_string_lossy(), approver, Arc::new(approvals))
+                .map_err(|e| store_error("saved approvals")(e.to_string()))?,
+        );
+        fallback.attach(&permissions);
+        if let Some(eliciting) = &eliciting {
+            eliciting.attach(&permissions);
+        }
+        let gate = {
+            let agents = agents.clone();
+            Gate::new(permissions.clone(), move |agent| {
+                agents.rules(agent.as_str())
+            })
+        };
+        let fs = LocationFs::new(&root).map_err(|source| HostError::Root {
+            path: root.clone(),
+            source: std::io::Error::other(source.to_string()),
+        })?;
+        let env = ToolEnv::new(fs)
+            .with_gate(gate.clone())
+            .with_session_state(session_state.clone());
+
+        let location = Location::new(
+            root.clone(),
+            &ToolRegistry::new(),
+            SettlementConfig::new(Arc::new(store), Arc::new(journal))
+                .with_limits(config.output_limits()),
+        );
+        let sets = ToolSets::register(
+            &location,
+            &env,
+            &config,
+            &toolsets::Options {
+                home: self.home.as_deref(),
+                spool_dir: &spool_dir,
+                question: self.question,
+            },
+            &mut warnings,
+        )?;
+        let hooks = Hooks::new();
+        let layers = policy::layers(gate.clone(), session_state, hooks.clone());
+
+        let mut plugins = Vec::new();
+        for plugin in self.plugins {
+            let mut scope = PluginScope::new(&location, &env, &hooks);
+            plugin
+                .install(&mut scope)
+                .map_err(|message| HostError::Plugin {
+                    plugin: plugin.name().to_owned(),
+                    message,
+                })?;
+            plugins.push(scope.finish(plugin.name())?);
+        }
+
+        let mcp_servers = {
+            let (startable, skipped) = crate::nesting::startable(&config.mcp, location.root());
+            warnings.extend(skipped);
+            startable
+                .into_iter()
+                .map(crate::mcp::server_config)
+                .collect()
+        };
+        for warning in &warnings {
+            tracing::warn!("{warning}");
+        }
+        Ok(Host {
+            location,
+            config,
+            agents,
+            permissions,
+            gate,
+            env,
+            layers,
+            hooks,
+            sets,
+            plugins: Mutex::new(plugins),
+            mcp: crate::mcp::Mcp::new(mcp_servers),
+            spool_dir,
+            default_agent: self.default_agent,
+            default_model: self.default_model,
+            warnings: Mutex::new(warnings),
+        })
+    }
+}
+
+/// What a turn is for: an agent, a model, and the provider dialect it is exported in.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TurnSpec {
+    /// The agent whose rules decide which tools it sees (default: the host's default agent).
+    pub agent: Option<String>,
+    /// The model the turn is for; it picks the model's tool set and provider (default: the
+    /// host's default model).
+    pub model: Option<Model>,
+    /// The provider API the tools are exported in; calls are read as it sends them (default:
+    /// canonical JSON Schema).
+    pub dialect: Option<Provider>,
+}
+
+impl TurnSpec {
+    /// A turn for `agent`.
+    pub fn agent(agent: impl Into<String>) -> Self {
+        Self {
+            agent: Some(agent.into()),
+            ..Self::default()
+        }
+    }
+
+    /// The same turn, for `model`.
+    pub fn with_model(mut self, model: Option<Model>) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// The same turn, exported in `dialect`.
+    pub fn with_dialect(mut self, dialect: Option<Provider>) -> Self {
+        self.dialect = dialect;
+        self
+    }
+}
+
+/// One opened Location with its tools and policy.
+///
+/// Dropping it unregisters everything it registered, stops its MCP servers and kills their
+/// process groups.
+pub struct Host {
+    location: Location,
+    config: Arc<Config>,
+    agents: Arc<Agents>,
+    permissions: Arc<PermissionService>,
+    gate: Gate,
+    env: ToolEnv,
+    layers: Layers,
+    hooks: Hooks,
+    sets: ToolSets,
+    plugins: Mutex<Vec<InstalledPlugin>>,
+    mcp: crate::mcp::Mcp,
+    spool_dir: PathBuf,
+    default_agent: String,
+    default_model: Option<Model>,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl Host {
+    /// A builder for a host of the Location at `root`.
+    pub fn builder(root: impl Into<PathBuf>) -> HostBuilder {
+        HostBuilder::new(root)
+    }
+
+    /// Materializes a turn: every registered tool the agent's rules do not wholly deny, minus
+    /// the disabled ones, those for another provider than the model's and those the model's
+    /// tool set hides; in the spec's dialect, with the host's policy around every call.
+    pub fn turn(&self, spec: &TurnSpec) -> Result<Turn, HostError> {
+        let agent = self
+            .agents
+            .get(spec.agent.as_deref().unwrap_or(&self.default_agent))?;
+        let model = spec.model.as_ref().or(self.default_model.as_ref());
+        let offer = toolsets::offer_filter(agent.rules.clone(), model, &self.config);
+        let filter = move |name: &str, definition: &ToolDefinition| offer(name, definition);
+        let turn = match spec.dialect {
+            Some(dialect) => self.location.materialize_for(dialect, filter),
+            None => self.location.materialize(filter),
+        };
+        Ok(turn.with_layers(self.layers.clone()))
+    }
+
+    /// Settles one call of `turn` for `cx`: host policy (name repair, argument aliases, the
+    /// doom-loop check, hooks), then settlement. The same as `turn.settle`, for a turn this host
+    /// made.
+    pub async fn settle(&self, turn: &Turn, cx: Context, call: ToolCall) -> Settlement {
+        turn.settle(cx, call).await
+    }
+
+    /// The Location the tools are registered in.
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// The merged configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The permission service: pending questions, replies, saved approvals.
+    pub fn permissions(&self) -> &Arc<PermissionService> {
+        &self.permissions
+    }
+
+    /// The gate the built-ins ask through, for tools a host builds itself.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The environment the built-ins share, for tools a host builds itself.
+    pub fn env(&self) -> &ToolEnv {
+        &self.env
+    }
+
+    /// The hooks around every call; register more with [`Hooks::register`].
+    pub fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
+
+    /// What the host skipped or could not use while it was built or since (a custom tool that
+    /// clashes, an MCP server that would start itself, a server that failed), drained.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn warn(&self, warnings: impl IntoIterator<Item = String>) {
+        let mut list = self.warnings.lock().unwrap_or_else(PoisonError::into_inner);
+        for warning in warnings {
+            tracing::warn!("{warning}");
+            list.push(warning);
+        }
+    }
+
+    /// Installs `plugin` now, in a scope of its own; its tools join the next turn.
+    pub fn install(&self, plugin: impl Plugin) -> Result<(), HostError> {
+        let mut scope = PluginScope::new(&self.location, &self.env, &self.hooks);
+        plugin
+            .install(&mut scope)
+            .map_err(|message| HostError::Plugin {
+                plugin: plugin.name().to_owned(),
+                message,
+            })?;
+        let installed = scope.finish(plugin.name())?;
+        self.plugins
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(installed);
+        Ok(())
+    }
+
+    /// Uninstalls the plugin `name`: its tools, hooks and skills leave at once. Turns made before
+    /// call its tools as stale; calls already running finish. False when no such plugin is
+    /// installed.
+    pub fn uninstall(&self, name: &str) -> bool {
+        let mut plugins = self.plugins.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = plugins.len();
+        plugins.retain(|plugin| plugin.name() != name);
+        plugins.len() != before
+    }
+
+    /// The names of the installed plugins, in install order.
+    pub fn plugins(&self) -> Vec<String> {
+        self.plugins
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|plugin| plugin.name().to_owned())
+            .collect()
+    }
+
+    /// Connects the configured MCP servers once, all at once, and registers their tools. A
+    /// server that fails is reported in [`Host::take_warnings`] and left out.
+    pub async fn connect_mcp(&self) {
+        let warnings = self.mcp.connect(&self.location, &self.gate).await;
+        self.warn(warnings);
+    }
+
+    /// Keeps the configured MCP servers connected in the background, reconnecting with backoff;
+    /// for a long-running server. The first attempt of each is awaited (within its startup
+    /// timeout), so the first listing has the tools of the servers that start.
+    pub async fn supervise_mcp(&self) {
+        let warnings = self.mcp.supervise(&self.location, &self.gate).await;
+        self.warn(warnings);
+    }
+
+    /// Ends `session`: its pending permission questions are withdrawn and its spooled command
+    /// output is removed.
+    pub fn end_session(&self, session: &str) {
+        self.permissions.cancel_session(session);
+        bash::end_session_spools(&self.spool_dir, session);
+    }
+
+    /// [`Host::end_session`] as a function a server can keep.
+    pub fn session_end(&self) -> impl Fn(&str) + Send + Sync + 'static {
+        let permissions = self.permissions.clone();
+        let spool_dir = self.spool_dir.clone();
+        move |session: &str| {
+            permissions.cancel_session(session);
+            bash::end_session_spools(&spool_dir, session);
+        }
+    }
+
+    /// Whether a tool may reach an open world (the network, other programs): every tool but the
+    /// closed built-ins (files, search, todos, skills). For MCP's `openWorldHint`.
+    pub fn open_world(&self) -> impl Fn(&str, &ToolDefinition) -> bool + Send + Sync + 'static {
+        let closed = self.sets.closed_world();
+        move |name: &str, _: &ToolDefinition| !closed.iter().any(|c| c == name)
+    }
+
+    /// Asks the gate, under the calling agent's rules, as a built-in would: for a host's own
+    /// checks around tools it did not build.
+    pub async fn ask(&self, cx: &Context, ask: Ask) -> Result<(), tackle_core::ToolFailure> {
+        self.gate.ask(cx, ask).await
+    }
+}
+
+/// `$TACKLE_DATA_DIR`, else the platform data directory joined with `tackle`.
+pub fn default_data_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("TACKLE_DATA_DIR").filter(|dir| !dir.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    dirs::data_dir().map(|dir| dir.join("tackle"))
+}
+
+/// Where the bash tool spools output that outgrows memory: `spool` in the data directory.
+pub fn spool_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("spool")
+}
+
+/// `path` canonicalized when possible, as a string.
+fn canonical(path: &Path) -> String {
+    std::fs::canonicalize(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}

@@ -1,0 +1,122 @@
+//! The doom-loop check: the third identical consecutive call in a session asks `doom_loop`
+//! before it runs.
+//!
+//! The streak lives in the session state store, so separate `tackle call` processes of one
+//! session see it. Calls are identical when the tool and the canonical arguments (keys sorted)
+//! are equal; a saved "always" for the tool lets the streak go on without asking.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tackle_builtins::{Ask, Gate};
+use tackle_core::{Context, SessionState, ToolFailure};
+use tackle_permission::{DEFAULT_DOOM_LOOP_THRESHOLD, DOOM_LOOP_PERMISSION, fingerprint};
+use tackle_registry::{CallDraft, Layer, Turn};
+
+/// Where a session's streak is kept.
+const STREAK_KEY: &str = "doom_loop.streak";
+
+/// The current streak of identical calls of one session.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Streak {
+    fingerprint: String,
+    repeats: usize,
+}
+
+/// Asks before the threshold-th identical consecutive call runs.
+pub(crate) struct DoomLoopCheck {
+    gate: Gate,
+    state: Arc<dyn SessionState>,
+    threshold: usize,
+    /// Serializes this process's read-update-write of a streak.
+    update: Mutex<()>,
+}
+
+impl DoomLoopCheck {
+    pub(crate) fn new(gate: Gate, state: Arc<dyn SessionState>) -> Self {
+        Self {
+            gate,
+            state,
+            threshold: DEFAULT_DOOM_LOOP_THRESHOLD,
+            update: Mutex::new(()),
+        }
+    }
+
+    /// Counts this call into the session's streak; the repeats so far, this call included.
+    fn observe(&self, session: &str, print: String) -> usize {
+        let _guard = self.update.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut streak: Streak = match self.state.get(session, STREAK_KEY) {
+            Ok(Some(text)) => serde_json::from_str(&text).unwrap_or_default(),
+            Ok(None) => Streak::default(),
+            Err(error) => {
+                tracing::warn!("doom-loop streak unavailable: {error}");
+                Streak::default()
+            }
+        };
+        if streak.fingerprint == print {
+            streak.repeats += 1;
+        } else {
+            streak = Streak {
+                fingerprint: print,
+                repeats: 1,
+            };
+        }
+        if let Ok(text) = serde_json::to_string(&streak)
+            && let Err(error) = self.state.put(session, STREAK_KEY, Some(&text))
+        {
+            tracing::warn!("doom-loop streak not saved: {error}");
+        }
+        streak.repeats
+    }
+}
+
+impl Layer for DoomLoopCheck {
+    fn before<'a>(
+        &'a self,
+        _turn: &'a Turn,
+        cx: &'a Context,
+        call: &'a mut CallDraft,
+    ) -> BoxFuture<'a, Result<(), ToolFailure>> {
+        Box::pin(async move {
+            let name = call.name().to_owned();
+            let arguments = call
+                .arguments_mut()
+                .map_or(Value::Null, |map| Value::Object(map.clone()));
+            let repeats = self.observe(cx.session().as_str(), fingerprint(&name, &arguments));
+            if repeats < self.threshold {
+                return Ok(());
+            }
+            let ask = Ask::new(DOOM_LOOP_PERMISSION, [name.as_str()])
+                .with_always([name.as_str()])
+                .with_metadata(serde_json::json!({
+                    "tool": name,
+                    "repeats": repeats,
+                    "arguments": arguments,
+                }));
+            self.gate.ask(cx, ask).await.map_err(|failure| {
+                if failure.is_interruption() {
+                    failure
+                } else {
+                    ToolFailure::new(format!(
+                        "This is the {} identical call of `{name}` in a row, and it was not \
+                         allowed to run again: {failure}",
+                        ordinal(repeats)
+                    ))
+                }
+            })
+        })
+    }
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
