@@ -8,8 +8,8 @@ use tackle::{Harness, cx, tagged};
 use tackle_builtins::{Gate, LocationFs, ToolEnv, file_tools};
 use tackle_core::{OutcomeKind, OutputStore, ToolDefinition};
 use tackle_permission::{
-    Action, DoomLoopDetector, MemorySavedApprovals, PermissionError, PermissionRequest,
-    PermissionService, PresetContext, Reply, RuleSource, Ruleset, agent_with_user_rules,
+    Action, MemorySavedApprovals, PermissionError, PermissionRequest, PermissionService,
+    PresetContext, Reply, RuleSource, Ruleset, Streak, agent_with_user_rules,
     parse_permission_config, preset, visible_filter,
 };
 use tackle_registry::{
@@ -116,13 +116,13 @@ async fn a_third_identical_call_asks_doom_loop_before_it_runs() {
         )
         .unwrap(),
     );
-    let mut detector = DoomLoopDetector::new();
+    let mut streak = Streak::default();
     let arguments = serde_json::json!({"text": "same", "repeat": 1});
 
     // The host's loop: observe, ask doom_loop when it fires, then settle.
     let mut outcomes = Vec::new();
     for call in ["c1", "c2", "c3"] {
-        if let Some(doom) = detector.observe("session-1", "echo", &arguments) {
+        if let Some(doom) = streak.observe("echo", &arguments, 3) {
             let request =
                 PermissionRequest::new("session-1", doom.permission(), vec![doom.pattern()]);
             let asking = {

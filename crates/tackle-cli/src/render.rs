@@ -56,6 +56,8 @@ pub(crate) fn settlement_json(settlement: &Settlement) -> anyhow::Result<String>
         "model_result": settlement.model_result(),
         "managed": settlement.managed,
         "timings": settlement.timings,
+        "adjustments": settlement.adjustments,
+        "annotations": settlement.annotations,
     });
     Ok(serde_json::to_string_pretty(&record)?)
 }

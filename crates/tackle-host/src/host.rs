@@ -17,7 +17,7 @@ use crate::agents::Agents;
 use crate::approvals::{Approvals, HostApprover};
 use crate::config::{self, Config, Model};
 use crate::error::HostError;
-use crate::plugin::{InstalledPlugin, Plugin, PluginScope};
+use crate::plugin::{Installed, Plugin, PluginScope};
 use crate::policy::{self, Hooks};
 use crate::toolsets::{self, ToolSets};
 
@@ -232,16 +232,10 @@ impl HostBuilder {
         let hooks = Hooks::new();
         let layers = policy::layers(gate.clone(), session_state, hooks.clone());
 
-        let mut plugins = Vec::new();
+        let mut plugins = Installed::new(sets.skills.clone());
         for plugin in self.plugins {
-            let mut scope = PluginScope::new(&location, &env, &hooks);
-            plugin
-                .install(&mut scope)
-                .map_err(|message| HostError::Plugin {
-                    plugin: plugin.name().to_owned(),
-                    message,
-                })?;
-            plugins.push(scope.finish(plugin.name())?);
+            let installed = install(&*plugin, &location, &env, &hooks)?;
+            plugins.add(installed, &location, &env)?;
         }
 
         let mcp_servers = {
@@ -324,7 +318,7 @@ pub struct Host {
     layers: Layers,
     hooks: Hooks,
     sets: ToolSets,
-    plugins: Mutex<Vec<InstalledPlugin>>,
+    plugins: Mutex<Installed>,
     mcp: crate::mcp::Mcp,
     spool_dir: PathBuf,
     default_agent: String,
@@ -408,29 +402,21 @@ impl Host {
 
     /// Installs `plugin` now, in a scope of its own; its tools join the next turn.
     pub fn install(&self, plugin: impl Plugin) -> Result<(), HostError> {
-        let mut scope = PluginScope::new(&self.location, &self.env, &self.hooks);
-        plugin
-            .install(&mut scope)
-            .map_err(|message| HostError::Plugin {
-                plugin: plugin.name().to_owned(),
-                message,
-            })?;
-        let installed = scope.finish(plugin.name())?;
+        let installed = install(&plugin, &self.location, &self.env, &self.hooks)?;
         self.plugins
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(installed);
-        Ok(())
+            .add(installed, &self.location, &self.env)
     }
 
     /// Uninstalls the plugin `name`: its tools, hooks and skills leave at once. Turns made before
     /// call its tools as stale; calls already running finish. False when no such plugin is
     /// installed.
     pub fn uninstall(&self, name: &str) -> bool {
-        let mut plugins = self.plugins.lock().unwrap_or_else(PoisonError::into_inner);
-        let before = plugins.len();
-        plugins.retain(|plugin| plugin.name() != name);
-        plugins.len() != before
+        self.plugins
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name, &self.location, &self.env)
     }
 
     /// The names of the installed plugins, in install order.
@@ -438,9 +424,7 @@ impl Host {
         self.plugins
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|plugin| plugin.name().to_owned())
-            .collect()
+            .names()
     }
 
     /// Connects the configured MCP servers once, all at once, and registers their tools. A
@@ -487,6 +471,23 @@ impl Host {
     pub async fn ask(&self, cx: &Context, ask: Ask) -> Result<(), tackle_core::ToolFailure> {
         self.gate.ask(cx, ask).await
     }
+}
+
+/// Runs `plugin`'s install in a fresh scope; nothing stays registered when it fails.
+fn install(
+    plugin: &dyn Plugin,
+    location: &Location,
+    env: &ToolEnv,
+    hooks: &Hooks,
+) -> Result<crate::plugin::InstalledPlugin, HostError> {
+    let mut scope = PluginScope::new(location, env, hooks);
+    plugin
+        .install(&mut scope)
+        .map_err(|message| HostError::Plugin {
+            plugin: plugin.name().to_owned(),
+            message,
+        })?;
+    scope.finish(plugin.name())
 }
 
 /// `$TACKLE_DATA_DIR`, else the platform data directory joined with `tackle`.

@@ -1,5 +1,6 @@
-//! Plugins with scoped lifetimes: a plugin installs tools and hooks into one scope of its own in
-//! the host's Location, after the built-ins; uninstalling drops the scope and everything in it.
+//! Plugins with scoped lifetimes: a plugin installs tools, hooks and skills into one scope of its
+//! own in the host's Location, after the built-ins; uninstalling drops the scope and everything
+//! in it.
 //!
 //! A plugin receives only a [`PluginScope`]: the narrow registration capability and the
 //! services the built-ins share, never the registry itself. Its tools sit above the built-ins
@@ -7,7 +8,10 @@
 //! for as long as it is installed, and the built-in comes back when it leaves. Turns made while
 //! it was installed call its tools as stale afterwards; calls already running finish.
 
+use std::path::PathBuf;
+
 use tackle_builtins::ToolEnv;
+use tackle_builtins::tools::Skill;
 use tackle_core::AnyTool;
 use tackle_registry::{Location, Registration, ToolSet};
 
@@ -19,8 +23,8 @@ use crate::policy::{Hook, HookGuard, Hooks};
 /// Be careful when:
 /// - capturing services. Take what the tools need from [`PluginScope::env`] during `install`;
 ///   the scope itself does not outlive it.
-/// - failing. Return `Err` before anything was registered is not required: nothing of a failed
-///   install is kept.
+/// - failing. An `Err` may come after some tools or hooks were added to the scope: nothing of
+///   a failed install is kept.
 pub trait Plugin: Send + Sync + 'static {
     /// The plugin's name, unique in a host: how it is uninstalled and named in warnings.
     fn name(&self) -> &str;
@@ -37,6 +41,7 @@ pub struct PluginScope<'h> {
     hooks: &'h Hooks,
     tools: ToolSet,
     guards: Vec<HookGuard>,
+    skills: Vec<Skill>,
 }
 
 impl<'h> PluginScope<'h> {
@@ -47,6 +52,7 @@ impl<'h> PluginScope<'h> {
             hooks,
             tools: ToolSet::new(),
             guards: Vec::new(),
+            skills: Vec::new(),
         }
     }
 
@@ -69,6 +75,25 @@ impl<'h> PluginScope<'h> {
         self
     }
 
+    /// Adds a skill the `skill` tool offers while the plugin is installed: its `name`, when to
+    /// use it (`description`), its instructions (`body`) and the directory its paths are
+    /// relative to.
+    pub fn skill(
+        &mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        body: impl Into<String>,
+        dir: impl Into<PathBuf>,
+    ) -> &mut Self {
+        self.skills.push(Skill {
+            name: name.into(),
+            description: description.into(),
+            body: body.into(),
+            dir: dir.into(),
+        });
+        self
+    }
+
     /// Registers the tools as one record in the plugin's own scope.
     pub(crate) fn finish(self, plugin: &str) -> Result<InstalledPlugin, HostError> {
         let registration =
@@ -82,6 +107,7 @@ impl<'h> PluginScope<'h> {
             name: plugin.to_owned(),
             _registration: registration,
             _hooks: self.guards,
+            skills: self.skills,
         })
     }
 }
@@ -91,10 +117,100 @@ pub(crate) struct InstalledPlugin {
     name: String,
     _registration: Registration,
     _hooks: Vec<HookGuard>,
+    skills: Vec<Skill>,
 }
 
-impl InstalledPlugin {
-    pub(crate) fn name(&self) -> &str {
-        &self.name
+/// The installed plugins, and the `skill` tool over the skills on disk plus theirs.
+pub(crate) struct Installed {
+    plugins: Vec<InstalledPlugin>,
+    /// The skills found on disk.
+    base: Vec<Skill>,
+    /// A `skill` registration above the built-in one while a plugin adds skills.
+    skill_overlay: Option<Registration>,
+}
+
+impl Installed {
+    pub(crate) fn new(base: Vec<Skill>) -> Self {
+        Self {
+            plugins: Vec::new(),
+            base,
+            skill_overlay: None,
+        }
+    }
+
+    /// Adds a plugin; a name already installed is refused.
+    pub(crate) fn add(
+        &mut self,
+        plugin: InstalledPlugin,
+        location: &Location,
+        env: &ToolEnv,
+    ) -> Result<(), HostError> {
+        if self.plugins.iter().any(|p| p.name == plugin.name) {
+            return Err(HostError::Plugin {
+                plugin: plugin.name.clone(),
+                message: "a plugin of that name is already installed".to_owned(),
+            });
+        }
+        let adds_skills = !plugin.skills.is_empty();
+        self.plugins.push(plugin);
+        if adds_skills {
+            self.refresh_skills(location, env)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the plugin `name`; false when none is installed.
+    pub(crate) fn remove(&mut self, name: &str, location: &Location, env: &ToolEnv) -> bool {
+        let Some(index) = self.plugins.iter().position(|p| p.name == name) else {
+            return false;
+        };
+        let removed = self.plugins.remove(index);
+        if !removed.skills.is_empty()
+            && let Err(error) = self.refresh_skills(location, env)
+        {
+            tracing::warn!("the skill tool could not be rebuilt: {error}");
+        }
+        drop(removed);
+        true
+    }
+
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.plugins.iter().map(|p| p.name.clone()).collect()
+    }
+
+    /// Re-registers `skill` over the skills on disk and every installed plugin's: the new
+    /// record first, then the old one goes, so no turn sees no `skill` in between. With no
+    /// plugin skills, the built-in `skill` shows again.
+    fn refresh_skills(&mut self, location: &Location, env: &ToolEnv) -> Result<(), HostError> {
+        let plugin_skills: Vec<Skill> = self
+            .plugins
+            .iter()
+            .flat_map(|p| p.skills.iter().cloned())
+            .collect();
+        if plugin_skills.is_empty() {
+            self.skill_overlay = None;
+            return Ok(());
+        }
+        let mut skills = self.base.clone();
+        for skill in plugin_skills {
+            // A plugin's skill of a name already offered replaces it.
+            skills.retain(|s| s.name != skill.name);
+            skills.push(skill);
+        }
+        let catalog = tackle_builtins::SkillCatalog {
+            skills,
+            warnings: Vec::new(),
+        };
+        let set: ToolSet = tackle_builtins::skill_tools(env, catalog)
+            .into_iter()
+            .collect();
+        let registration = location
+            .register(set)
+            .map_err(|source| HostError::Registration {
+                what: "the skill tool with the plugins' skills".to_owned(),
+                source,
+            })?;
+        self.skill_overlay = Some(registration);
+        Ok(())
     }
 }

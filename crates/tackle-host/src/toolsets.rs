@@ -5,8 +5,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use tackle_builtins::tools::Skill;
 use tackle_builtins::{
-    CustomCatalog, QuestionAsker, ToolEnv, TrustMode, agent_tools, custom_tools,
+    CustomCatalog, QuestionAsker, SkillCatalog, ToolEnv, TrustMode, agent_tools, custom_tools,
     discover_custom_tools, discover_skills, file_tools, search_tools, skill_tools, tools::bash,
     web_tools,
 };
@@ -38,6 +39,8 @@ pub(crate) struct ToolSets {
     _custom: Registration,
     /// The built-ins that reach nothing outside the Location and this machine's session state.
     closed_world: Arc<[String]>,
+    /// The skills found on disk, which plugins' skills join.
+    pub(crate) skills: Vec<Skill>,
 }
 
 impl ToolSets {
@@ -56,7 +59,15 @@ impl ToolSets {
                 .iter()
                 .map(|warning| format!("skipped a custom tool: {warning}")),
         );
-        let mut builtins = builtin_tools(env, config, options, warnings);
+        let skills = discover_skills(env.fs().root(), options.home);
+        warnings.extend(
+            skills
+                .warnings
+                .iter()
+                .map(|warning| format!("skipped a skill: {warning}")),
+        );
+        let found = skills.skills.clone();
+        let mut builtins = builtin_tools(env, config, options, skills);
         let overridden = overridden(config, &catalog, &builtins, warnings);
         builtins.retain(|(name, _)| !overridden.contains(name));
         // Built-ins only: external tools (MCP, custom) join the allow-list deliberately.
@@ -105,6 +116,7 @@ impl ToolSets {
             _batch: batch,
             _custom: custom,
             closed_world,
+            skills: found,
         })
     }
 
@@ -164,15 +176,8 @@ fn builtin_tools(
     env: &ToolEnv,
     config: &Config,
     options: &Options<'_>,
-    warnings: &mut Vec<String>,
+    skills: SkillCatalog,
 ) -> Vec<(String, AnyTool)> {
-    let skills = discover_skills(env.fs().root(), options.home);
-    warnings.extend(
-        skills
-            .warnings
-            .iter()
-            .map(|warning| format!("skipped a skill: {warning}")),
-    );
     let bash = bash::tool_with_options(
         env,
         bash::BashOptions {

@@ -1,17 +1,16 @@
 //! Doom-loop detection: a model repeating the same call over and over.
 //!
-//! The host feeds every call to [`DoomLoopDetector::observe`] before running it. When the call is
-//! the threshold-th identical consecutive call of its session (three by default), the detector
-//! reports a [`DoomLoop`], and the host raises a `doom_loop` permission request (resource: the
-//! tool name) before the call runs. Later identical calls keep reporting, so each one is
-//! decided; a saved "always" for that tool lets the streak continue without asking.
+//! The host feeds every call of a session to that session's [`Streak::observe`] before running
+//! it. When the call is the threshold-th identical consecutive call (three by default), the
+//! streak reports a [`DoomLoop`], and the host raises a `doom_loop` permission request
+//! (resource: the tool name) before the call runs. Later identical calls keep reporting, so each
+//! one is decided; a saved "always" for that tool lets the streak continue without asking.
 //!
 //! Calls are identical when the tool and the canonical arguments (JSON with object keys sorted
-//! at every depth) are equal. The detector keeps only the current streak per session and never
-//! reads a clock.
+//! at every depth) are equal. A streak is only the last fingerprint and a count: no clock, no
+//! history.
 
-use std::collections::HashMap;
-
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The permission a doom-loop request asks for.
@@ -43,89 +42,39 @@ impl DoomLoop {
     }
 }
 
-/// The current streak of one session.
-#[derive(Clone, Debug)]
-struct Streak {
+/// The current streak of identical consecutive calls of one session.
+///
+/// It is plain data, so a host can keep it wherever a session's state lives (tackle-host keeps
+/// it in the session state store, so separate processes of one session share it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Streak {
     fingerprint: String,
     repeats: usize,
 }
 
-/// Tracks identical consecutive calls per session.
-#[derive(Clone, Debug)]
-pub struct DoomLoopDetector {
-    threshold: usize,
-    sessions: HashMap<String, Streak>,
-}
-
-impl Default for DoomLoopDetector {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl DoomLoopDetector {
-    /// A detector with the default threshold of three.
-    pub fn new() -> Self {
-        Self::with_threshold(DEFAULT_DOOM_LOOP_THRESHOLD)
-    }
-
-    /// A detector that reports from the `threshold`-th identical call on (at least 1).
-    pub fn with_threshold(threshold: usize) -> Self {
-        Self {
-            threshold: threshold.max(1),
-            sessions: HashMap::new(),
-        }
-    }
-
-    /// The configured threshold.
-    pub fn threshold(&self) -> usize {
-        self.threshold
-    }
-
-    /// Records a call of `tool` with `arguments` in `session`, and reports a loop when this call
-    /// makes the streak of identical consecutive calls reach the threshold (or go past it).
-    pub fn observe(&mut self, session: &str, tool: &str, arguments: &Value) -> Option<DoomLoop> {
+impl Streak {
+    /// Records a call of `tool` with `arguments`, and reports a loop when it makes the streak of
+    /// identical consecutive calls reach `threshold` (at least 1) or go past it.
+    pub fn observe(&mut self, tool: &str, arguments: &Value, threshold: usize) -> Option<DoomLoop> {
         let print = fingerprint(tool, arguments);
-        let repeats = match self.sessions.get_mut(session) {
-            Some(streak) if streak.fingerprint == print => {
-                streak.repeats += 1;
-                streak.repeats
-            }
-            Some(streak) => {
-                *streak = Streak {
-                    fingerprint: print.clone(),
-                    repeats: 1,
-                };
-                1
-            }
-            None => {
-                self.sessions.insert(
-                    session.to_owned(),
-                    Streak {
-                        fingerprint: print.clone(),
-                        repeats: 1,
-                    },
-                );
-                1
-            }
-        };
-        (repeats >= self.threshold).then(|| DoomLoop {
+        if self.fingerprint == print {
+            self.repeats += 1;
+        } else {
+            *self = Streak {
+                fingerprint: print.clone(),
+                repeats: 1,
+            };
+        }
+        (self.repeats >= threshold.max(1)).then(|| DoomLoop {
             tool: tool.to_owned(),
-            repeats,
+            repeats: self.repeats,
             fingerprint: print,
         })
     }
 
-    /// The length of `session`'s current streak (0 when nothing was observed).
-    pub fn repeats(&self, session: &str) -> usize {
-        self.sessions
-            .get(session)
-            .map_or(0, |streak| streak.repeats)
-    }
-
-    /// Drops everything known about `session`.
-    pub fn forget_session(&mut self, session: &str) {
-        self.sessions.remove(session);
+    /// How many identical consecutive calls the streak holds (0 before the first call).
+    pub fn repeats(&self) -> usize {
+        self.repeats
     }
 }
 

@@ -39,7 +39,7 @@ pub use config::{
     ConfigContext, ConfigError, ConfigValue, parse_permission_config, ruleset_from_config,
 };
 pub use doom::{
-    DEFAULT_DOOM_LOOP_THRESHOLD, DOOM_LOOP_PERMISSION, DoomLoop, DoomLoopDetector, canonical_json,
+    DEFAULT_DOOM_LOOP_THRESHOLD, DOOM_LOOP_PERMISSION, DoomLoop, Streak, canonical_json,
     fingerprint,
 };
 pub use paths::{

@@ -8,22 +8,14 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_builtins::{Ask, Gate};
 use tackle_core::{Context, SessionState, ToolFailure};
-use tackle_permission::{DEFAULT_DOOM_LOOP_THRESHOLD, DOOM_LOOP_PERMISSION, fingerprint};
+use tackle_permission::{DEFAULT_DOOM_LOOP_THRESHOLD, DOOM_LOOP_PERMISSION, DoomLoop, Streak};
 use tackle_registry::{CallDraft, Layer, Turn};
 
 /// Where a session's streak is kept.
 const STREAK_KEY: &str = "doom_loop.streak";
-
-/// The current streak of identical calls of one session.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Streak {
-    fingerprint: String,
-    repeats: usize,
-}
 
 /// Asks before the threshold-th identical consecutive call runs.
 pub(crate) struct DoomLoopCheck {
@@ -44,8 +36,8 @@ impl DoomLoopCheck {
         }
     }
 
-    /// Counts this call into the session's streak; the repeats so far, this call included.
-    fn observe(&self, session: &str, print: String) -> usize {
+    /// Counts this call into the session's streak; the loop it makes, if any.
+    fn observe(&self, session: &str, tool: &str, arguments: &Value) -> Option<DoomLoop> {
         let _guard = self.update.lock().unwrap_or_else(PoisonError::into_inner);
         let mut streak: Streak = match self.state.get(session, STREAK_KEY) {
             Ok(Some(text)) => serde_json::from_str(&text).unwrap_or_default(),
@@ -55,20 +47,13 @@ impl DoomLoopCheck {
                 Streak::default()
             }
         };
-        if streak.fingerprint == print {
-            streak.repeats += 1;
-        } else {
-            streak = Streak {
-                fingerprint: print,
-                repeats: 1,
-            };
-        }
+        let found = streak.observe(tool, arguments, self.threshold);
         if let Ok(text) = serde_json::to_string(&streak)
             && let Err(error) = self.state.put(session, STREAK_KEY, Some(&text))
         {
             tracing::warn!("doom-loop streak not saved: {error}");
         }
-        streak.repeats
+        found
     }
 }
 
@@ -84,12 +69,12 @@ impl Layer for DoomLoopCheck {
             let arguments = call
                 .arguments_mut()
                 .map_or(Value::Null, |map| Value::Object(map.clone()));
-            let repeats = self.observe(cx.session().as_str(), fingerprint(&name, &arguments));
-            if repeats < self.threshold {
+            let Some(found) = self.observe(cx.session().as_str(), &name, &arguments) else {
                 return Ok(());
-            }
-            let ask = Ask::new(DOOM_LOOP_PERMISSION, [name.as_str()])
-                .with_always([name.as_str()])
+            };
+            let repeats = found.repeats;
+            let ask = Ask::new(DOOM_LOOP_PERMISSION, [found.pattern()])
+                .with_always([found.pattern()])
                 .with_metadata(serde_json::json!({
                     "tool": name,
                     "repeats": repeats,

@@ -41,6 +41,38 @@ type Call<'a> = (&'a str, &'a str, Value);
 /// A scenario: name, threshold, calls, and the `repeats` expected per call.
 type Case<'a> = (&'a str, usize, Vec<Call<'a>>, Vec<Option<usize>>);
 
+/// Streaks per session, as a host keeps them.
+#[derive(Default)]
+struct DoomLoopDetector {
+    threshold: usize,
+    sessions: std::collections::HashMap<String, Streak>,
+}
+
+impl DoomLoopDetector {
+    fn new() -> Self {
+        Self::with_threshold(DEFAULT_DOOM_LOOP_THRESHOLD)
+    }
+
+    fn with_threshold(threshold: usize) -> Self {
+        Self {
+            threshold,
+            sessions: Default::default(),
+        }
+    }
+
+    fn observe(&mut self, session: &str, tool: &str, args: &Value) -> Option<DoomLoop> {
+        let threshold = self.threshold;
+        self.sessions
+            .entry(session.to_owned())
+            .or_default()
+            .observe(tool, args, threshold)
+    }
+
+    fn repeats(&self, session: &str) -> usize {
+        self.sessions.get(session).map_or(0, Streak::repeats)
+    }
+}
+
 /// Feeds `calls` (session, tool, arguments) and returns the `repeats` reported per call.
 fn run(detector: &mut DoomLoopDetector, calls: &[Call<'_>]) -> Vec<Option<usize>> {
     calls
@@ -161,7 +193,6 @@ fn streak_table() {
 #[test]
 fn report_names_the_request() {
     let mut detector = DoomLoopDetector::new();
-    assert_eq!(detector.threshold(), DEFAULT_DOOM_LOOP_THRESHOLD);
     let args = json!({"filePath": "x", "oldString": "a", "newString": "b"});
     assert!(detector.observe("s", "edit", &args).is_none());
     assert!(detector.observe("s", "edit", &args).is_none());
@@ -176,15 +207,16 @@ fn report_names_the_request() {
 }
 
 #[test]
-fn forgetting_a_session_resets_it() {
+fn sessions_have_their_own_streaks_and_a_streak_round_trips_through_json() {
     let mut detector = DoomLoopDetector::new();
     let args = json!({});
     detector.observe("s", "list", &args);
     detector.observe("s", "list", &args);
     detector.observe("other", "list", &args);
     assert_eq!(detector.repeats("s"), 2);
-    detector.forget_session("s");
-    assert_eq!(detector.repeats("s"), 0);
     assert_eq!(detector.repeats("other"), 1);
-    assert!(detector.observe("s", "list", &args).is_none());
+    let kept = serde_json::to_string(&detector.sessions["s"]).unwrap();
+    let mut restored: Streak = serde_json::from_str(&kept).unwrap();
+    assert_eq!(restored.repeats(), 2);
+    assert!(restored.observe("list", &args, 3).is_some());
 }

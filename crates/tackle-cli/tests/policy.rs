@@ -1,0 +1,205 @@
+//! Host policy end to end, through `tackle call` and `tackle serve`: a mis-cased tool name is
+//! repaired, snake_case arguments are renamed, a call giving both forms is refused, and the
+//! third identical call in a row asks `doom_loop` (across separate processes of one session);
+//! every change is reported with the settlement.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use rmcp::ServiceExt;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+use support::{call, text};
+use tempfile::TempDir;
+
+/// A root with `notes.txt`, and a private data directory.
+struct Project {
+    root: TempDir,
+    data: TempDir,
+}
+
+impl Project {
+    fn new() -> Self {
+        let project = Self {
+            root: tempfile::tempdir().unwrap(),
+            data: tempfile::tempdir().unwrap(),
+        };
+        std::fs::write(project.root.path().join("notes.txt"), "first\nsecond\n").unwrap();
+        project
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tackle"));
+        command
+            .arg("--root")
+            .arg(self.root.path())
+            .arg("--data-dir")
+            .arg(self.data.path())
+            .env("HOME", self.data.path())
+            .env_remove("TACKLE_MODEL")
+            .env_remove(tackle_mcp::DEPTH_ENV)
+            .stdin(std::process::Stdio::null());
+        command
+    }
+
+    /// `tackle --session SESSION call NAME ARGS [EXTRA…] --json`: the settlement record.
+    fn call(&self, session: &str, name: &str, args: Value, extra: &[&str]) -> (Output, Value) {
+        let output = self
+            .command()
+            .args([
+                "--session",
+                session,
+                "call",
+                name,
+                &args.to_string(),
+                "--json",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        let record = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+        (output, record)
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.root.path().join(name)
+    }
+}
+
+/// The model-facing text of a `--json` record.
+fn model_text(record: &Value) -> String {
+    record["model_result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn adjustments(record: &Value) -> Vec<String> {
+    serde_json::from_value(record["adjustments"].clone()).unwrap()
+}
+
+#[test]
+fn a_mis_cased_tool_name_settles_as_the_one_it_matches_and_says_so() {
+    let project = Project::new();
+    let (output, record) = project.call("s", "READ", json!({"filePath": "notes.txt"}), &[]);
+    assert_eq!(output.status.code(), Some(0), "{record}");
+    assert_eq!(record["tool"], "read");
+    assert_eq!(
+        adjustments(&record),
+        ["repaired the tool name `READ` to `read`"]
+    );
+    assert!(model_text(&record).contains("1\tfirst"), "{record}");
+    // A name no case repair can settle stays unknown.
+    let (output, record) = project.call("s", "reed", json!({"filePath": "notes.txt"}), &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(record["outcome"], "unknown");
+}
+
+#[test]
+fn snake_case_arguments_are_renamed_and_both_spellings_are_refused() {
+    let project = Project::new();
+    project.call("s", "read", json!({"filePath": "notes.txt"}), &[]);
+    let args = json!({"file_path": "notes.txt", "old_string": "first", "new_string": "1st"});
+    let (output, record) = project.call("s", "edit", args, &[]);
+    assert_eq!(output.status.code(), Some(0), "{record}");
+    assert_eq!(
+        adjustments(&record),
+        [
+            "renamed the argument `file_path` to `filePath`",
+            "renamed the argument `new_string` to `newString`",
+            "renamed the argument `old_string` to `oldString`",
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.path("notes.txt")).unwrap(),
+        "1st\nsecond\n"
+    );
+
+    let both = json!({"filePath": "notes.txt", "file_path": "notes.txt", "oldString": "1st",
+                      "newString": "one"});
+    let (output, record) = project.call("s", "edit", both, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(record["outcome"], "refused");
+    assert!(
+        model_text(&record).contains("`file_path` and `filePath` are the same argument"),
+        "{record}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.path("notes.txt")).unwrap(),
+        "1st\nsecond\n"
+    );
+}
+
+#[test]
+fn the_third_identical_call_in_a_row_asks_doom_loop_across_processes() {
+    let project = Project::new();
+    let read = json!({"filePath": "notes.txt"});
+    for _ in 0..2 {
+        let (output, _) = project.call("loop", "read", read.clone(), &[]);
+        assert_eq!(output.status.code(), Some(0));
+    }
+    // The third run of the same call, in a new process of the same session, is stopped.
+    let (output, record) = project.call("loop", "read", read.clone(), &[]);
+    assert_eq!(output.status.code(), Some(1), "{record}");
+    assert_eq!(record["outcome"], "refused");
+    let text = model_text(&record);
+    assert!(
+        text.contains("3rd identical call of `read` in a row")
+            && text.contains("`doom_loop` on `read`"),
+        "{text}"
+    );
+    // Another session has its own streak.
+    let (output, _) = project.call("other", "read", read.clone(), &[]);
+    assert_eq!(output.status.code(), Some(0));
+    // Approved, the loop goes on; a different call ends the streak.
+    let (output, _) = project.call("loop", "read", read.clone(), &["--yes"]);
+    assert_eq!(output.status.code(), Some(0));
+    let (output, _) = project.call(
+        "loop",
+        "read",
+        json!({"filePath": "notes.txt", "limit": 1}),
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let (output, _) = project.call("loop", "read", read, &[]);
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[tokio::test]
+async fn serve_repairs_names_renames_arguments_and_checks_loops() {
+    let project = Project::new();
+    let mut command = tokio::process::Command::from(project.command());
+    command.args(["serve"]);
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("initialize");
+    let listed: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    assert!(listed.contains(&"read".to_owned()), "{listed:?}");
+
+    let repaired = call(&client, "Read", json!({"file_path": "notes.txt"})).await;
+    assert_ne!(repaired.is_error, Some(true), "{repaired:?}");
+    assert!(text(&repaired).contains("1\tfirst"), "{repaired:?}");
+    let again = call(&client, "read", json!({"filePath": "notes.txt"})).await;
+    assert_ne!(again.is_error, Some(true));
+    // The third identical call (the repaired and renamed one counts as the same call): the
+    // client cannot be asked and there is no --yes, so it is refused, saying why.
+    let third = call(&client, "read", json!({"filePath": "notes.txt"})).await;
+    assert_eq!(third.is_error, Some(true), "{third:?}");
+    let message = text(&third);
+    assert!(
+        message.contains("identical call of `read`") && message.contains("Nobody could be asked"),
+        "{message}"
+    );
+    client.cancel().await.unwrap();
+    assert!(Path::new(&project.path("notes.txt")).is_file());
+}
