@@ -9,6 +9,7 @@ mod laws;
 mod laws_bound;
 mod laws_edit;
 mod laws_files;
+mod layers;
 mod permission;
 mod registry;
 mod settlement;

@@ -21,6 +21,15 @@ mod serve;
 use tackle_host::config;
 use tackle_host::{Approvals, Host, HostBuilder, TurnSpec};
 
+/// The version and the commit the binary was built from (`-modified` when the work tree had
+/// uncommitted changes).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("TACKLE_GIT_COMMIT"),
+    ")"
+);
+
 /// Exit code for a model-visible error result.
 const EXIT_MODEL_ERROR: u8 = 1;
 /// Exit code for an operational error.
@@ -28,7 +37,7 @@ const EXIT_OPERATIONAL: u8 = 2;
 
 /// Settle tool calls through tackle's registry, permissions and journal.
 #[derive(Debug, Parser)]
-#[command(name = "tackle", version, about)]
+#[command(name = "tackle", version = VERSION, about)]
 struct Cli {
     #[command(flatten)]
     global: Global,

@@ -429,3 +429,24 @@ fn tools_for_a_provider_leave_out_what_it_cannot_express() {
         stdout(&call)
     );
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let output = Command::cargo_bin("tackle")
+        .unwrap()
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    let rest = text
+        .trim()
+        .strip_prefix(concat!("tackle ", env!("CARGO_PKG_VERSION"), " (commit "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let commit = rest.strip_suffix(')').unwrap_or_else(|| panic!("{text}"));
+    let commit = commit.strip_suffix("-modified").unwrap_or(commit);
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{text}"
+    );
+}
