@@ -390,14 +390,24 @@ pub trait Approver: Send + Sync {
     fn settled(&self, _id: &RequestId) {}
 }
 
+/// Why saved approvals could not be read or written; the text names the store and the cause.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SavedApprovalsError(pub String);
+
 /// Where approvals saved with "always" persist, per project.
 pub trait SavedApprovals: Send + Sync {
     /// The `(permission, pattern)` pairs saved for `project`, oldest first.
-    fn load(&self, project: &str) -> Result<Vec<(String, String)>, String>;
+    fn load(&self, project: &str) -> Result<Vec<(String, String)>, SavedApprovalsError>;
 
     /// Saves an allow of `permission` on `pattern` for `project`. Saving a pair that is already
     /// saved succeeds and changes nothing.
-    fn save(&self, project: &str, permission: &str, pattern: &str) -> Result<(), String>;
+    fn save(
+        &self,
+        project: &str,
+        permission: &str,
+        pattern: &str,
+    ) -> Result<(), SavedApprovalsError>;
 }
 
 /// Saved approvals kept in memory, for tests and hosts that persist nothing.
@@ -415,7 +425,7 @@ impl MemorySavedApprovals {
 }
 
 impl SavedApprovals for MemorySavedApprovals {
-    fn load(&self, project: &str) -> Result<Vec<(String, String)>, String> {
+    fn load(&self, project: &str) -> Result<Vec<(String, String)>, SavedApprovalsError> {
         let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(entries
             .iter()
@@ -424,7 +434,12 @@ impl SavedApprovals for MemorySavedApprovals {
             .collect())
     }
 
-    fn save(&self, project: &str, permission: &str, pattern: &str) -> Result<(), String> {
+    fn save(
+        &self,
+        project: &str,
+        permission: &str,
+        pattern: &str,
+    ) -> Result<(), SavedApprovalsError> {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = (
             project.to_owned(),
@@ -554,9 +569,9 @@ impl PermissionService {
         let project = project.into();
         let approved = saved
             .load(&project)
-            .map_err(|message| LoadError {
+            .map_err(|error| LoadError {
                 project: project.clone(),
-                message,
+                message: error.0,
             })?
             .into_iter()
             .map(|(permission, pattern)| saved_rule(&permission, &pattern))

@@ -32,8 +32,8 @@ mod wildcard;
 
 pub use approval::{
     Approver, LoadError, MemorySavedApprovals, PermissionError, PermissionRequest,
-    PermissionService, Reply, ReplyError, RequestId, SavedApprovals, ToolCallRef,
-    configured_denial,
+    PermissionService, Reply, ReplyError, RequestId, SavedApprovals, SavedApprovalsError,
+    ToolCallRef, configured_denial,
 };
 pub use config::{
     ConfigContext, ConfigError, ConfigValue, parse_permission_config, ruleset_from_config,

@@ -10,7 +10,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
-use tackle_permission::SavedApprovals;
+use tackle_permission::{SavedApprovals, SavedApprovalsError};
 
 use crate::SqliteJournal;
 
@@ -46,7 +46,7 @@ pub struct SqliteSavedApprovals {
 impl SqliteSavedApprovals {
     /// Opens (or creates) the approvals table in the database at `path`, creating missing parent
     /// directories. Pass the journal's [`path`](SqliteJournal::path) to share its file.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, String> {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         let path = path.as_ref().to_path_buf();
         let conn = open_side_connection(&path, "saved approvals", SCHEMA)?;
         Ok(Self {
@@ -65,12 +65,39 @@ impl SqliteSavedApprovals {
         &self.path
     }
 
-    fn failed(&self, action: &str, e: rusqlite::Error) -> String {
-        format!(
+    fn failed(&self, action: &str, e: rusqlite::Error) -> SavedApprovalsError {
+        SavedApprovalsError(format!(
             "cannot {action} saved approvals {}: {e}",
             self.path.display()
-        )
+        ))
     }
+}
+
+/// Why a store beside the journal (saved approvals, session state) could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The directory of the database could not be created.
+    #[error("cannot create the directory of {what} {}: {source}", path.display())]
+    Directory {
+        /// What was being opened.
+        what: &'static str,
+        /// The database file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The database could not be opened or its table created.
+    #[error("cannot {action} {what} {}: {source}", path.display())]
+    Database {
+        /// What was being opened.
+        what: &'static str,
+        /// `open` or `initialize`.
+        action: &'static str,
+        /// The database file.
+        path: PathBuf,
+        /// Why.
+        source: rusqlite::Error,
+    },
 }
 
 /// Opens a connection beside the journal's on the database at `path` (creating missing parent
@@ -78,16 +105,25 @@ impl SqliteSavedApprovals {
 /// the journal.
 pub(crate) fn open_side_connection(
     path: &Path,
-    what: &str,
+    what: &'static str,
     schema: &str,
-) -> Result<Connection, String> {
-    let failed = |action: &str, e: &dyn std::fmt::Display| {
-        format!("cannot {action} {what} {}: {e}", path.display())
+) -> Result<Connection, OpenError> {
+    let database = |action: &'static str| {
+        move |source: rusqlite::Error| OpenError::Database {
+            what,
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
     };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| failed("create the directory of", &e))?;
+        std::fs::create_dir_all(parent).map_err(|source| OpenError::Directory {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })?;
     }
-    let conn = Connection::open(path).map_err(|e| failed("open", &e))?;
+    let conn = Connection::open(path).map_err(database("open"))?;
     let prepare = || -> rusqlite::Result<()> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // A no-op when the journal already switched the file to WAL.
@@ -96,12 +132,12 @@ pub(crate) fn open_side_connection(
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(schema)
     };
-    prepare().map_err(|e| failed("initialize", &e))?;
+    prepare().map_err(database("initialize"))?;
     Ok(conn)
 }
 
 impl SavedApprovals for SqliteSavedApprovals {
-    fn load(&self, project: &str) -> Result<Vec<(String, String)>, String> {
+    fn load(&self, project: &str) -> Result<Vec<(String, String)>, SavedApprovalsError> {
         let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         let read = || -> rusqlite::Result<Vec<(String, String)>> {
             let mut statement = conn.prepare_cached(SELECT)?;
@@ -111,7 +147,12 @@ impl SavedApprovals for SqliteSavedApprovals {
         read().map_err(|e| self.failed("read", e))
     }
 
-    fn save(&self, project: &str, permission: &str, pattern: &str) -> Result<(), String> {
+    fn save(
+        &self,
+        project: &str,
+        permission: &str,
+        pattern: &str,
+    ) -> Result<(), SavedApprovalsError> {
         let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         conn.prepare_cached(INSERT)
             .and_then(|mut insert| insert.execute(params![project, permission, pattern, now_ms()]))

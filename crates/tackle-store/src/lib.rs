@@ -65,7 +65,7 @@ mod journal;
 mod memory;
 mod session;
 
-pub use approvals::SqliteSavedApprovals;
+pub use approvals::{OpenError, SqliteSavedApprovals};
 pub use fs_store::{DEFAULT_RETENTION, FsOutputStore, SweepReport};
 pub use journal::{Durability, MAX_BATCH, SqliteJournal};
 pub use memory::{MemoryJournal, MemoryOutputStore};

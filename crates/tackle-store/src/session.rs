@@ -40,7 +40,7 @@ pub struct SqliteSessionState {
 impl SqliteSessionState {
     /// Opens (or creates) the session-state table in the database at `path`, creating missing
     /// parent directories. Pass the journal's [`path`](crate::SqliteJournal::path) to share it.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, String> {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, crate::OpenError> {
         let path = path.as_ref().to_path_buf();
         let conn = open_side_connection(&path, "session state", SCHEMA)?;
         Ok(Self {

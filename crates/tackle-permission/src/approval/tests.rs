@@ -719,12 +719,17 @@ fn the_approver_may_reply_from_inside_ask() {
 struct Broken;
 
 impl SavedApprovals for Broken {
-    fn load(&self, _project: &str) -> Result<Vec<(String, String)>, String> {
-        Err("disk on fire".into())
+    fn load(&self, _project: &str) -> Result<Vec<(String, String)>, SavedApprovalsError> {
+        Err(SavedApprovalsError("disk on fire".into()))
     }
 
-    fn save(&self, _project: &str, _permission: &str, _pattern: &str) -> Result<(), String> {
-        Err("disk full".into())
+    fn save(
+        &self,
+        _project: &str,
+        _permission: &str,
+        _pattern: &str,
+    ) -> Result<(), SavedApprovalsError> {
+        Err(SavedApprovalsError("disk full".into()))
     }
 }
 
@@ -732,11 +737,16 @@ impl SavedApprovals for Broken {
 struct ReadOnly;
 
 impl SavedApprovals for ReadOnly {
-    fn load(&self, _project: &str) -> Result<Vec<(String, String)>, String> {
+    fn load(&self, _project: &str) -> Result<Vec<(String, String)>, SavedApprovalsError> {
         Ok(Vec::new())
     }
 
-    fn save(&self, project: &str, permission: &str, pattern: &str) -> Result<(), String> {
+    fn save(
+        &self,
+        project: &str,
+        permission: &str,
+        pattern: &str,
+    ) -> Result<(), SavedApprovalsError> {
         Broken.save(project, permission, pattern)
     }
 }

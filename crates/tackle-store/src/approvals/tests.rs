@@ -9,6 +9,7 @@ use tackle_permission::{
 };
 
 use super::*;
+use crate::OpenError;
 
 fn store() -> (tempfile::TempDir, SqliteSavedApprovals) {
     let temp = tempfile::tempdir().unwrap();
@@ -105,7 +106,14 @@ fn open_fails_with_the_path_on_a_bad_file() {
     let path = temp.path().join("not-a-db");
     std::fs::write(&path, b"this is not a SQLite database, just some text").unwrap();
     let error = SqliteSavedApprovals::open(&path).unwrap_err();
-    assert!(error.contains(&path.display().to_string()), "{error}");
+    assert!(
+        matches!(&error, OpenError::Database { action: "initialize", path: p, .. } if *p == path),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains(&path.display().to_string()),
+        "{error}"
+    );
 }
 
 #[tokio::test]
