@@ -1,24 +1,37 @@
 //! The Location filesystem service: path resolution, per-path locks and compare-and-swap writes.
 //!
 //! Every file tool goes through one [`LocationFs`] per Location. [`LocationFs::resolve`] turns
-//! what the model typed into a canonical path, refusing relative escapes and symlink escapes and
-//! naming the `external_directory` scope for absolute paths outside the root. Writes commit only
-//! when the file still holds the bytes the tool planned against, through a temporary file in the
-//! target's own directory renamed into place, so a reader never sees a half-written file, the mode
-//! survives, and a symlink is written through rather than replaced.
+//! what the model typed into a canonical path, naming the `external_directory` scope for a real
+//! location outside the root (by an absolute path, `..` or a symlink). Writes commit only when
+//! the file still holds the bytes the tool planned against, through a temporary file in the
+//! target's own directory renamed into place, so a reader never sees a half-written file, the
+//! mode survives, and a symlink is written through rather than replaced.
+//!
+//! Reads and writes work by descriptor ([`handle`]): the directory is opened by its canonical
+//! path with no symlink allowed on the way, and everything happens relative to it, under an
+//! `flock` held from the compare-and-swap check to the rename. So a directory swapped for a
+//! symlink after the check cannot redirect a write, and two processes cannot both pass the
+//! check. Only regular files are read or written as files; reads stop at a byte limit.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use tackle_permission::{TargetKind, external_directory_pattern, resolve_in_location};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+pub(crate) mod handle;
 mod tracking;
 
+pub use handle::SpecialKind;
 pub use tracking::{ReadTracker, StaleRead};
+
+use handle::{Dir, HandleError};
+
+/// The most bytes a file tool reads from one file to change it; larger files are refused.
+pub const MAX_EDIT_BYTES: u64 = 256 * 1024 * 1024;
 
 #[cfg(test)]
 mod tests;
@@ -103,6 +116,34 @@ pub enum FsError {
         /// The directory.
         path: String,
     },
+    /// The path names a FIFO, a socket or a device, which the file tools never open as files.
+    #[error(
+        "`{path}` is {}, not a regular file, so it was not opened: reading it could block \
+         forever or never end. Use bash if you really need it.", kind.describe()
+    )]
+    NotRegular {
+        /// The path.
+        path: String,
+        /// What it is.
+        kind: SpecialKind,
+    },
+    /// The file is larger than a tool reads.
+    #[error(
+        "`{path}` is larger than {limit} bytes, too large to handle whole. Nothing was changed; \
+         use bash (head, sed, split) for files this large."
+    )]
+    TooLarge {
+        /// The path.
+        path: String,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The path is longer than any filesystem accepts.
+    #[error("{message} Nothing was read or written; give a shorter path.")]
+    PathTooLong {
+        /// What is too long.
+        message: String,
+    },
     /// Compare-and-swap refused: the file is not what the tool planned against.
     #[error("{}", changed_message(path, *kind))]
     Changed {
@@ -146,9 +187,14 @@ struct Inner {
     root: PathBuf,
     root_str: String,
     locks: StdMutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
+    /// Directories whose stale temporary files were swept by this process.
+    swept: StdMutex<std::collections::HashSet<PathBuf>>,
     /// Test hook: fail every write after its temporary file is written.
     #[cfg(test)]
     fail_after_temp: std::sync::atomic::AtomicBool,
+    /// Test hook: fail writes to files of this name after their temporary file is written.
+    #[cfg(test)]
+    fail_name: StdMutex<Option<std::ffi::OsString>>,
 }
 
 impl fmt::Debug for LocationFs {
@@ -169,8 +215,11 @@ impl LocationFs {
                 root,
                 root_str,
                 locks: StdMutex::new(HashMap::new()),
+                swept: StdMutex::new(std::collections::HashSet::new()),
                 #[cfg(test)]
                 fail_after_temp: std::sync::atomic::AtomicBool::new(false),
+                #[cfg(test)]
+                fail_name: StdMutex::new(None),
             }),
         })
     }
@@ -187,6 +236,8 @@ impl LocationFs {
     /// is `None` and `external_directory` names the scope of the *real* location to ask for. A
     /// missing path is anchored at its nearest existing ancestor, which must be a directory.
     pub async fn resolve(&self, path: &str) -> Result<Resolved, FsError> {
+        // Bounded first: a 10 MB path must not reach the resolver or the name suggestions.
+        handle::check_length(path).map_err(|message| FsError::PathTooLong { message })?;
         let this = self.clone();
         let path = path.to_owned();
         blocking(move || this.resolve_blocking(&path)).await
@@ -230,6 +281,97 @@ impl LocationFs {
         })
     }
 
+    /// When `given` names a symlink, the link itself (not followed): its own location, judged
+    /// for containment by its directory, and what it points to. `None` for anything else.
+    pub async fn symlink_at(&self, given: &str) -> Result<Option<(Resolved, PathBuf)>, FsError> {
+        handle::check_length(given).map_err(|message| FsError::PathTooLong { message })?;
+        let lexical = resolve_in_location(&self.inner.root_str, given);
+        let absolute = PathBuf::from(&lexical.absolute);
+        let is_link = absolute
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.file_type().is_symlink());
+        let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
+            return Ok(None);
+        };
+        if !is_link {
+            return Ok(None);
+        }
+        let parent = self.resolve(&slashed(parent)).await?;
+        let path = parent.path.join(name);
+        let shown = slashed(&path);
+        let relative = resolve_in_location(&self.inner.root_str, &shown).relative_to_root;
+        let external_directory = relative
+            .is_none()
+            .then(|| external_directory_pattern(&shown, TargetKind::File));
+        let (dir, file_name) = open_parent(&path, &shown)?;
+        let Some(points_to) = dir.read_link(&file_name) else {
+            return Ok(None);
+        };
+        Ok(Some((
+            Resolved {
+                path,
+                relative,
+                external_directory,
+                exists: true,
+            },
+            points_to,
+        )))
+    }
+
+    /// Removes the symlink `link` (never what it points to) if it still points to `points_to`.
+    pub async fn remove_symlink(&self, link: &Resolved, points_to: &Path) -> Result<(), FsError> {
+        let path = link.path.clone();
+        let name = link.display_name();
+        let points_to = points_to.to_path_buf();
+        blocking(move || {
+            let (dir, file_name) = open_parent(&path, &name)?;
+            let _lock = dir.lock().map_err(|e| handle_error(e, &name, "lock"))?;
+            check_link(&dir, &file_name, &name, &points_to)?;
+            dir.remove(&file_name)
+                .map_err(|e| handle_error(e, &name, "delete"))
+        })
+        .await
+    }
+
+    /// Moves the symlink `link` itself to `to` (which must not exist) if it still points to
+    /// `points_to`. A relative link keeps its text, so it may point elsewhere from its new
+    /// place, as a moved link does.
+    pub async fn move_symlink(
+        &self,
+        link: &Resolved,
+        points_to: &Path,
+        to: &Resolved,
+    ) -> Result<(), FsError> {
+        let (from_path, from_name) = (link.path.clone(), link.display_name());
+        let (to_path, to_name) = (to.path.clone(), to.display_name());
+        let points_to = points_to.to_path_buf();
+        blocking(move || {
+            if let Some(parent) = to_path.parent() {
+                std::fs::create_dir_all(parent).map_err(|source| {
+                    io_error("create the parent directories of", &to_name, source)
+                })?;
+            }
+            let (from_dir, from_file) = open_parent(&from_path, &from_name)?;
+            let (to_dir, to_file) = open_parent(&to_path, &to_name)?;
+            let _lock = from_dir
+                .lock()
+                .map_err(|e| handle_error(e, &from_name, "lock"))?;
+            check_link(&from_dir, &from_file, &from_name, &points_to)?;
+            from_dir
+                .move_to(&from_file, &to_dir, &to_file)
+                .map_err(|e| match e {
+                    HandleError::Io(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                        FsError::Changed {
+                            path: to_name.clone(),
+                            kind: ChangeKind::Appeared,
+                        }
+                    }
+                    other => handle_error(other, &from_name, "move"),
+                })
+        })
+        .await
+    }
+
     /// Takes the lock of `target`'s canonical path, waiting for any other holder.
     ///
     /// Mutating tools hold it across read, plan and write so concurrent edits of one file
@@ -260,13 +402,55 @@ impl LocationFs {
         guards
     }
 
-    /// Reads the whole file, without taking its lock.
+    /// Reads the whole file, without taking its lock, up to [`MAX_EDIT_BYTES`].
     pub async fn read_bytes(&self, target: &Resolved) -> Result<Vec<u8>, FsError> {
+        self.read_limited(target, MAX_EDIT_BYTES).await
+    }
+
+    /// Reads the whole regular file, refusing one of more than `limit` bytes
+    /// ([`FsError::TooLarge`]) whatever its metadata says, and anything that is not a regular
+    /// file ([`FsError::NotRegular`]).
+    pub async fn read_limited(&self, target: &Resolved, limit: u64) -> Result<Vec<u8>, FsError> {
         let path = target.path.clone();
         let name = target.display_name();
-        blocking(move || match read_current(&path, &name)? {
+        blocking(move || match read_current(&path, &name, limit)? {
             Some(bytes) => Ok(bytes),
             None => Err(FsError::NotFound { path: name }),
+        })
+        .await
+    }
+
+    /// The first `n` bytes of the regular file (fewer when it is shorter).
+    pub async fn read_head(&self, target: &Resolved, n: u64) -> Result<Vec<u8>, FsError> {
+        let path = target.path.clone();
+        let name = target.display_name();
+        blocking(move || {
+            let (dir, file_name) = open_parent(&path, &name)?;
+            let file = dir
+                .open_regular(&file_name)
+                .map_err(|e| handle_error(e, &name, "read"))?
+                .ok_or_else(|| FsError::NotFound { path: name.clone() })?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, n), &mut bytes)
+                .map_err(|source| io_error("read", &name, source))?;
+            Ok(bytes)
+        })
+        .await
+    }
+
+    /// The size of the regular file, from its open descriptor; refuses special files.
+    pub async fn regular_size(&self, target: &Resolved) -> Result<u64, FsError> {
+        let path = target.path.clone();
+        let name = target.display_name();
+        blocking(move || {
+            let (dir, file_name) = open_parent(&path, &name)?;
+            let file = dir
+                .open_regular(&file_name)
+                .map_err(|e| handle_error(e, &name, "read"))?
+                .ok_or_else(|| FsError::NotFound { path: name.clone() })?;
+            file.metadata()
+                .map(|meta| meta.len())
+                .map_err(|source| io_error("read", &name, source))
         })
         .await
     }
@@ -327,12 +511,33 @@ impl LocationFs {
         self.inner.locks.lock().unwrap().len()
     }
 
-    fn fail_after_temp(&self) -> bool {
+    /// Removes the stale temporary files of `dir` (left by a crash), once per directory per
+    /// process: the first write there pays one directory listing.
+    fn sweep_once(&self, dir: &Dir) {
+        let first = self
+            .inner
+            .swept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(dir.path().to_path_buf());
+        if first {
+            dir.sweep_stale_temps();
+        }
+    }
+
+    /// Test hook: make writes to files named `name` fail after their temporary file is written.
+    #[cfg(test)]
+    pub(crate) fn fail_writes_named(&self, name: &str) {
+        *self.inner.fail_name.lock().unwrap() = Some(name.into());
+    }
+
+    fn fail_after_temp(&self, _target: &Path) -> bool {
         #[cfg(test)]
         {
             self.inner
                 .fail_after_temp
                 .load(std::sync::atomic::Ordering::SeqCst)
+                || self.inner.fail_name.lock().unwrap().as_deref() == _target.file_name()
         }
         #[cfg(not(test))]
         {
@@ -376,10 +581,25 @@ impl PathGuard {
         let name = self.target.display_name();
         let expected = expected.map(<[u8]>::to_vec);
         let new = new.to_vec();
-        let fail = self.fs.fail_after_temp();
+        let fail = self.fs.fail_after_temp(&self.target.path);
+        let fs = self.fs.clone();
         blocking(move || {
-            check_unchanged(&path, &name, expected.as_deref())?;
-            atomic_write(&path, &name, &new, fail)?;
+            let parent = path
+                .parent()
+                .ok_or_else(|| FsError::IsADirectory { path: name.clone() })?;
+            std::fs::create_dir_all(parent)
+                .map_err(|source| io_error("create the parent directories of", &name, source))?;
+            let (dir, file_name) = open_parent(&path, &name)?;
+            fs.sweep_once(&dir);
+            let _lock = dir.lock().map_err(|e| handle_error(e, &name, "lock"))?;
+            check_unchanged(&dir, &file_name, &name, expected.as_deref())?;
+            let existing = match dir.open_regular(&file_name) {
+                Ok(Some(file)) => file.metadata().ok(),
+                _ => None,
+            };
+            let (mode, owner) = handle::kept_mode(existing.as_ref());
+            dir.replace(&file_name, &new, mode, owner, fail)
+                .map_err(|e| handle_error(e, &name, "write"))?;
             Ok(WriteReport {
                 bytes_written: new.len() as u64,
                 created: expected.is_none(),
@@ -394,8 +614,11 @@ impl PathGuard {
         let name = self.target.display_name();
         let expected = expected.to_vec();
         blocking(move || {
-            check_unchanged(&path, &name, Some(&expected))?;
-            std::fs::remove_file(&path).map_err(|source| io_error("delete", &name, source))
+            let (dir, file_name) = open_parent(&path, &name)?;
+            let _lock = dir.lock().map_err(|e| handle_error(e, &name, "lock"))?;
+            check_unchanged(&dir, &file_name, &name, Some(&expected))?;
+            dir.remove(&file_name)
+                .map_err(|e| handle_error(e, &name, "delete"))
         })
         .await
     }
@@ -413,15 +636,45 @@ impl PathGuard {
         let to_name = to.target.display_name();
         let expected = expected.to_vec();
         blocking(move || {
-            check_unchanged(&from_path, &from_name, Some(&expected))?;
-            check_unchanged(&to_path, &to_name, None)?;
             if let Some(parent) = to_path.parent() {
                 std::fs::create_dir_all(parent).map_err(|source| {
                     io_error("create the parent directories of", &to_name, source)
                 })?;
             }
-            std::fs::rename(&from_path, &to_path)
-                .map_err(|source| io_error("move", &from_name, source))
+            let (from_dir, from_file) = open_parent(&from_path, &from_name)?;
+            let (to_dir, to_file) = open_parent(&to_path, &to_name)?;
+            // Both directories, in path order; one lock when they are the same directory.
+            let same = from_path.parent() == to_path.parent();
+            let (first, second) = if from_path.parent() <= to_path.parent() {
+                (&from_dir, &to_dir)
+            } else {
+                (&to_dir, &from_dir)
+            };
+            let _first = first
+                .lock()
+                .map_err(|e| handle_error(e, &from_name, "lock"))?;
+            let _second = if same {
+                None
+            } else {
+                Some(
+                    second
+                        .lock()
+                        .map_err(|e| handle_error(e, &to_name, "lock"))?,
+                )
+            };
+            check_unchanged(&from_dir, &from_file, &from_name, Some(&expected))?;
+            check_unchanged(&to_dir, &to_file, &to_name, None)?;
+            from_dir
+                .move_to(&from_file, &to_dir, &to_file)
+                .map_err(|e| match e {
+                    HandleError::Io(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                        FsError::Changed {
+                            path: to_name.clone(),
+                            kind: ChangeKind::Appeared,
+                        }
+                    }
+                    other => handle_error(other, &from_name, "move"),
+                })
         })
         .await
     }
@@ -495,99 +748,104 @@ fn anchor_missing(absolute: &Path, shown: &str) -> Result<PathBuf, FsError> {
         .fold(ancestor, |path, name| path.join(name)))
 }
 
-/// The file's bytes, or `None` when it does not exist.
-fn read_current(path: &Path, name: &str) -> Result<Option<Vec<u8>>, FsError> {
-    if path.is_dir() {
+/// The directory holding `path` (canonical), opened with no symlink on the way, and the
+/// file's name in it.
+fn open_parent(path: &Path, name: &str) -> Result<(Dir, std::ffi::OsString), FsError> {
+    let (Some(parent), Some(file_name)) = (path.parent(), path.file_name()) else {
         return Err(FsError::IsADirectory {
             path: name.to_owned(),
         });
-    }
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(io_error("read", name, source)),
-    }
+    };
+    let dir = Dir::open(parent).map_err(|e| match e {
+        HandleError::Io(error) if error.kind() == io::ErrorKind::NotFound => FsError::NotFound {
+            path: name.to_owned(),
+        },
+        other => handle_error(other, name, "open the directory of"),
+    })?;
+    Ok((dir, file_name.to_owned()))
 }
 
-/// Refuses unless the file holds exactly `expected` (`None`: it must not exist).
-fn check_unchanged(path: &Path, name: &str, expected: Option<&[u8]>) -> Result<(), FsError> {
-    let current = read_current(path, name)?;
-    // A path that became a symlink since resolution no longer names the same file.
-    let relinked = path
-        .symlink_metadata()
-        .is_ok_and(|meta| meta.file_type().is_symlink());
-    // A dangling symlink that appeared reads as missing but would be replaced by the rename.
-    let dangling = current.is_none() && path.symlink_metadata().is_ok();
-    let kind = match (expected, current.as_deref()) {
-        (None, None) if dangling => Some(ChangeKind::Appeared),
-        (Some(_), Some(_)) if relinked => Some(ChangeKind::Modified),
-        (None, Some(_)) => Some(ChangeKind::Appeared),
-        (Some(_), None) => Some(ChangeKind::Disappeared),
-        (Some(want), Some(have)) if want != have => Some(ChangeKind::Modified),
-        _ => None,
-    };
-    match kind {
-        Some(kind) => Err(FsError::Changed {
+/// A descriptor-level failure as the model reads it.
+fn handle_error(error: HandleError, name: &str, action: &'static str) -> FsError {
+    match error {
+        HandleError::IsDirectory => FsError::IsADirectory {
+            path: name.to_owned(),
+        },
+        HandleError::Special(kind) => FsError::NotRegular {
             path: name.to_owned(),
             kind,
-        }),
-        None => Ok(()),
+        },
+        // A symlink where the resolved path had none: the path changed since it was checked.
+        HandleError::Relinked => FsError::Changed {
+            path: name.to_owned(),
+            kind: ChangeKind::Modified,
+        },
+        HandleError::TooLarge { limit } => FsError::TooLarge {
+            path: name.to_owned(),
+            limit,
+        },
+        HandleError::Io(source) => io_error(action, name, source),
     }
 }
 
-/// Writes `bytes` to a temporary file beside `path` and renames it over `path`.
-fn atomic_write(path: &Path, name: &str, bytes: &[u8], fail: bool) -> Result<(), FsError> {
-    let dir = path.parent().ok_or_else(|| FsError::IsADirectory {
+/// The file's bytes (at most `limit`), or `None` when it does not exist.
+fn read_current(path: &Path, name: &str, limit: u64) -> Result<Option<Vec<u8>>, FsError> {
+    let (dir, file_name) = match open_parent(path, name) {
+        Ok(opened) => opened,
+        Err(FsError::NotFound { .. }) => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    dir.read(&file_name, limit)
+        .map_err(|e| handle_error(e, name, "read"))
+}
+
+/// Refuses unless `file_name` in `dir` is still a symlink to `points_to`.
+fn check_link(
+    dir: &Dir,
+    file_name: &std::ffi::OsStr,
+    name: &str,
+    points_to: &Path,
+) -> Result<(), FsError> {
+    match dir.read_link(file_name) {
+        Some(now) if now == points_to => Ok(()),
+        Some(_) => Err(FsError::Changed {
+            path: name.to_owned(),
+            kind: ChangeKind::Modified,
+        }),
+        None => Err(FsError::Changed {
+            path: name.to_owned(),
+            kind: ChangeKind::Disappeared,
+        }),
+    }
+}
+
+/// Refuses unless `file_name` in `dir` holds exactly `expected` (`None`: it must not exist).
+fn check_unchanged(
+    dir: &Dir,
+    file_name: &std::ffi::OsStr,
+    name: &str,
+    expected: Option<&[u8]>,
+) -> Result<(), FsError> {
+    let changed = |kind| FsError::Changed {
         path: name.to_owned(),
-    })?;
-    std::fs::create_dir_all(dir)
-        .map_err(|source| io_error("create the parent directories of", name, source))?;
-    let existing = std::fs::metadata(path).ok();
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut builder = tempfile::Builder::new();
-    let prefix = format!(".{file_name}.");
-    builder.prefix(&prefix).suffix(".tackle-tmp");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        // New files get the usual 0o666 less the umask, not the temp-file default of 0o600.
-        let mode = existing
-            .as_ref()
-            .map_or(0o666, |meta| meta.permissions().mode() & 0o7777);
-        builder.permissions(std::fs::Permissions::from_mode(mode));
+        kind,
+    };
+    // A symlink where a file was resolved no longer names the same file; a dangling one that
+    // appeared would be replaced by the rename.
+    if dir.is_symlink(file_name) {
+        return Err(changed(if expected.is_some() {
+            ChangeKind::Modified
+        } else {
+            ChangeKind::Appeared
+        }));
     }
-    let mut temp = builder
-        .tempfile_in(dir)
-        .map_err(|source| io_error("create a temporary file beside", name, source))?;
-    temp.write_all(bytes)
-        .and_then(|()| temp.as_file().sync_all())
-        .map_err(|source| io_error("write", name, source))?;
-    if let Some(meta) = &existing {
-        // The umask may have cleared bits at creation; set the exact old mode.
-        std::fs::set_permissions(temp.path(), meta.permissions())
-            .map_err(|source| io_error("copy the mode of", name, source))?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt as _;
-            // Keeping the owner needs privileges; without them the writer owns the file.
-            let _ = std::os::unix::fs::fchown(temp.as_file(), Some(meta.uid()), Some(meta.gid()));
-        }
+    let current = dir
+        .read(file_name, MAX_EDIT_BYTES)
+        .map_err(|e| handle_error(e, name, "read"))?;
+    match (expected, current.as_deref()) {
+        (None, Some(_)) => Err(changed(ChangeKind::Appeared)),
+        (Some(_), None) => Err(changed(ChangeKind::Disappeared)),
+        (Some(want), Some(have)) if want != have => Err(changed(ChangeKind::Modified)),
+        _ => Ok(()),
     }
-    if fail {
-        return Err(io_error(
-            "write",
-            name,
-            io::Error::other("injected failure"),
-        ));
-    }
-    temp.persist(path)
-        .map_err(|e| io_error("replace", name, e.error))?;
-    // Make the rename durable where the platform allows opening a directory.
-    if let Ok(dir) = std::fs::File::open(dir) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
 }

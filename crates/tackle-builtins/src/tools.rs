@@ -37,6 +37,7 @@ mod read;
 mod skill;
 mod task;
 mod todo;
+mod walk;
 mod webfetch;
 mod websearch;
 mod write;

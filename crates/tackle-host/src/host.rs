@@ -173,9 +173,12 @@ impl HostBuilder {
 
         // Created here so the preset can allow its canonical path.
         let _ = std::fs::create_dir_all(&spool_dir);
+        // Outside the Location, only tackle's own directories need no question: the managed
+        // outputs (read-only) and the spool. Not the system temp directory: other programs'
+        // files live there.
         let preset_context = PresetContext {
             managed_output_dir: Some(canonical(&output_dir)),
-            temp_dir: Some(canonical(&std::env::temp_dir())),
+            temp_dir: None,
             extra_allowed_dirs: vec![canonical(&spool_dir)],
             ..PresetContext::default()
         };

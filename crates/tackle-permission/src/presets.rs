@@ -76,7 +76,8 @@ pub struct Agent {
 /// The rules every agent starts from (source: [`RuleSource::Default`]).
 ///
 /// Everything is allowed, except: repeated identical calls ask (`doom_loop`); paths outside the
-/// Location ask (`external_directory`), apart from the context's whitelisted directories; the
+/// Location ask (`external_directory`), apart from the context's whitelisted directories, and
+/// changing a file in the managed-output directory asks (`edit`: it is there to be read); the
 /// `question`, `plan_enter` and `plan_exit` tools are denied; fetching from loopback, private and
 /// link-local addresses asks (`webfetch_private`), as does trusting a project's custom tool
 /// manifest (`custom_tool_trust`); and reading `.env` files asks, while
@@ -96,6 +97,11 @@ pub fn default_rules(ctx: &PresetContext) -> Ruleset {
     }
     rules.push(Rule::new("read", "*", Action::Allow, source.clone()));
     rules.extend(env_file_rules(&source));
+    // Managed outputs are for reading: changing one asks.
+    if let Some(dir) = &ctx.managed_output_dir {
+        let pattern = external_directory_pattern(dir, TargetKind::Directory);
+        rules.push(Rule::new("edit", &pattern, Action::Ask, source.clone()));
+    }
     rules
 }
 

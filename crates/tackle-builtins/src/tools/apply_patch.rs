@@ -10,6 +10,7 @@
 //! the result says exactly which operations were applied and which were not.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use tackle_edit::diff::LineDiff;
 
 use schemars::JsonSchema;
@@ -135,6 +136,17 @@ enum Step {
         old: Vec<u8>,
         new: Vec<u8>,
     },
+    /// Delete of a symlink: the link goes, what it points to stays.
+    RemoveLink {
+        link: Resolved,
+        points_to: PathBuf,
+    },
+    /// Move of a symlink: the link moves, what it points to stays.
+    MoveLink {
+        from: Resolved,
+        to: Resolved,
+        points_to: PathBuf,
+    },
 }
 
 impl Step {
@@ -147,6 +159,17 @@ impl Step {
             Step::Move { from, to, .. } => {
                 format!("R {} -> {}", from.display_name(), to.display_name())
             }
+            Step::RemoveLink { link, .. } => {
+                format!(
+                    "D {} (a symlink; what it points to was kept)",
+                    link.display_name()
+                )
+            }
+            Step::MoveLink { from, to, .. } => format!(
+                "R {} -> {} (a symlink; what it points to was kept)",
+                from.display_name(),
+                to.display_name()
+            ),
         }
     }
 
@@ -157,6 +180,8 @@ impl Step {
             | Step::Update { target, .. }
             | Step::Delete { target, .. } => target.display_name(),
             Step::Move { from, .. } => from.display_name(),
+            Step::RemoveLink { link, .. } => link.display_name(),
+            Step::MoveLink { from, .. } => from.display_name(),
         }
     }
 }
@@ -175,11 +200,12 @@ async fn apply(
     patch_text: &str,
 ) -> Result<ApplyPatchOutput, ToolFailure> {
     let patch = parse(patch_text)?;
+    let mut asked = HashSet::new();
+    let (patch, link_steps) = split_symlink_operations(env, cx, patch, &mut asked).await?;
 
     // Resolve every path, asking `external_directory` once per outside scope.
     let mut resolved: HashMap<String, Resolved> = HashMap::new();
     let mut targets: Vec<Resolved> = Vec::new();
-    let mut asked = HashSet::new();
     for written in written_paths(&patch) {
         if resolved.contains_key(written) {
             continue;
@@ -198,7 +224,15 @@ async fn apply(
     let patch = canonical_patch(&patch, &resolved);
     check_paths(&patch)?;
 
-    let names: Vec<String> = targets.iter().map(Resolved::display_name).collect();
+    let mut names: Vec<String> = targets.iter().map(Resolved::display_name).collect();
+    for step in &link_steps {
+        if let Step::RemoveLink { link: from, .. } | Step::MoveLink { from, .. } = step {
+            names.push(from.display_name());
+        }
+        if let Step::MoveLink { to, .. } = step {
+            names.push(to.display_name());
+        }
+    }
     env.gate.refuse_if_denied(cx, "edit", &names)?;
     for target in &targets {
         if target.path.is_dir() {
@@ -336,6 +370,24 @@ async fn apply(
             }
         }
     }
+    for step in link_steps {
+        let change = text::text_change("", "", "");
+        match &step {
+            Step::RemoveLink { link, .. } => {
+                files.push(patched(&link.display_name(), "delete", None, &change, &[]));
+            }
+            Step::MoveLink { from, to, .. } => files.push(patched(
+                &from.display_name(),
+                "move",
+                Some(to.display_name()),
+                &change,
+                &[],
+            )),
+            _ => {}
+        }
+        diffs.push(String::new());
+        steps.push(step);
+    }
     let diff = diffs.concat();
 
     env.gate
@@ -368,7 +420,7 @@ async fn apply(
 
     let mut applied: Vec<String> = Vec::new();
     for (index, step) in steps.iter().enumerate() {
-        match commit(step, &guards).await {
+        match commit(step, &guards, &env.fs).await {
             Ok(()) => {
                 remember(env, cx, step);
                 applied.push(step.label());
@@ -576,8 +628,24 @@ fn guard_of<'a>(guards: &'a [PathGuard], target: &Resolved) -> &'a PathGuard {
 }
 
 /// Writes one step through the held locks.
-async fn commit(step: &Step, guards: &[PathGuard]) -> Result<(), StepFailure> {
+async fn commit(
+    step: &Step,
+    guards: &[PathGuard],
+    fs: &crate::LocationFs,
+) -> Result<(), StepFailure> {
     match step {
+        Step::RemoveLink { link, points_to } => fs
+            .remove_symlink(link, points_to)
+            .await
+            .map_err(StepFailure::Nothing),
+        Step::MoveLink {
+            from,
+            to,
+            points_to,
+        } => fs
+            .move_symlink(from, points_to, to)
+            .await
+            .map_err(StepFailure::Nothing),
         Step::Add { target, bytes } => guard_of(guards, target)
             .write_if_unchanged(None, bytes)
             .await
@@ -621,7 +689,73 @@ fn remember(env: &ToolEnv, cx: &Context, step: &Step) {
             env.reads.forget(session, from);
             env.reads.record_read(session, to, new);
         }
+        // A link's target was not touched, so what the session read of it still holds.
+        Step::RemoveLink { .. } | Step::MoveLink { .. } => {}
     }
+}
+
+/// Takes the Delete and pure Move operations of symlinks out of `patch`: those act on the link
+/// itself, never on what it points to (which may lie outside the Location). Moving and changing
+/// a symlink in one operation is refused, since the change would land in the link's target.
+async fn split_symlink_operations(
+    env: &ToolEnv,
+    cx: &Context,
+    patch: Patch,
+    asked: &mut HashSet<String>,
+) -> Result<(Patch, Vec<Step>), ToolFailure> {
+    let mut kept = Vec::with_capacity(patch.operations.len());
+    let mut steps = Vec::new();
+    for operation in patch.operations {
+        let link = match &operation {
+            Operation::Delete { path } | Operation::Update { path, .. } => {
+                env.fs.symlink_at(path).await.map_err(failure)?
+            }
+            Operation::Add { .. } => None,
+        };
+        let Some((link, points_to)) = link else {
+            kept.push(operation);
+            continue;
+        };
+        if let Some(scope) = &link.external_directory
+            && asked.insert(scope.clone())
+        {
+            env.gate.external_directory(cx, &link).await?;
+        }
+        match operation {
+            Operation::Delete { .. } => steps.push(Step::RemoveLink { link, points_to }),
+            Operation::Update {
+                move_to: Some(to),
+                chunks,
+                ..
+            } if chunks.is_empty() => {
+                let to = env.fs.resolve(&to).await.map_err(failure)?;
+                if let Some(scope) = &to.external_directory
+                    && asked.insert(scope.clone())
+                {
+                    env.gate.external_directory(cx, &to).await?;
+                }
+                steps.push(Step::MoveLink {
+                    from: link,
+                    to,
+                    points_to,
+                });
+            }
+            Operation::Update {
+                move_to: Some(_), ..
+            } => {
+                return Err(ToolFailure::new(format!(
+                    "`{}` is a symlink, so moving it and changing its content in one operation \
+                     would change the file it points to and move only the link. Nothing was \
+                     applied. Move the link and edit its target ({}) in separate operations.",
+                    link.display_name(),
+                    points_to.display()
+                )));
+            }
+            // Updating a link's content updates what it points to, as a plain path would.
+            other => kept.push(other),
+        }
+    }
+    Ok((Patch { operations: kept }, steps))
 }
 
 /// A commit error, worded for the middle of a commit: without the "nothing was changed" of a

@@ -1,21 +1,21 @@
 //! The glob tool: files whose path matches a glob, newest first.
 //!
-//! The walk follows the same rules as grep: it respects `.gitignore` (also outside a git
-//! repository), `.ignore` and the global git excludes, includes hidden files but never `.git/`,
-//! and follows symlinks with loop protection. A directory named explicitly as `path` is searched
+//! The walk follows the same rules as grep ([`walk`](super::walk)): it respects `.gitignore`
+//! (also outside a git repository), `.ignore` and the global git excludes, includes hidden files
+//! but never `.git/`, and follows symlinks with loop protection while their real target stays in
+//! the Location (or in the directory named, when that is outside). A directory named explicitly as `path` is searched
 //! even when it is ignored. The walk runs on every core; each walker thread keeps its own best
 //! [`LIMIT`] files in a bounded heap and counts the rest, so the total is exact however many files
 //! match, and memory stays bounded.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
 use globset::{Candidate, GlobBuilder, GlobMatcher};
-use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
+use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tackle_core::thousands;
@@ -119,17 +119,19 @@ async fn glob(env: &ToolEnv, cx: &Context, input: GlobInput) -> Result<GlobOutpu
         .with_hint("Use `read` to see its contents, or pass its directory as `path`."));
     }
     let root = target.path.clone();
+    let boundary = super::walk::Boundary::for_target(env.fs().root(), &target);
     let cancel = cx.cancellation().clone();
-    let walked = tokio::task::spawn_blocking(move || walk(&root, &matcher, LIMIT, &cancel))
-        .await
-        .map_err(|join| {
-            if join.is_panic() {
-                std::panic::resume_unwind(join.into_panic());
-            }
-            failure(format!(
-                "Searching `{name}` was stopped before it finished."
-            ))
-        })?;
+    let walked =
+        tokio::task::spawn_blocking(move || walk(&root, &boundary, &matcher, LIMIT, &cancel))
+            .await
+            .map_err(|join| {
+                if join.is_panic() {
+                    std::panic::resume_unwind(join.into_panic());
+                }
+                failure(format!(
+                    "Searching `{name}` was stopped before it finished."
+                ))
+            })?;
     let output = render(&target, &walked);
     Ok(GlobOutput {
         output,
@@ -269,20 +271,16 @@ struct Tally {
 }
 
 /// Walks `root` on every core, keeping the best `limit` matching files and counting the rest.
-fn walk(root: &Path, matcher: &Matcher, limit: usize, cancel: &CancellationToken) -> Walked {
+fn walk(
+    root: &Path,
+    boundary: &super::walk::Boundary,
+    matcher: &Matcher,
+    limit: usize,
+    cancel: &CancellationToken,
+) -> Walked {
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut builder = WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        .follow_links(true)
-        .git_ignore(true)
-        .git_global(true)
-        .git_exclude(true)
-        .ignore(true)
-        .parents(true)
-        .require_git(false)
-        .threads(threads)
-        .filter_entry(|entry| entry.depth() == 0 || entry.file_name() != OsStr::new(".git"));
+    let mut builder = super::walk::builder(root, boundary);
+    builder.parents(true).threads(threads);
 
     let shared = Mutex::new(Tally {
         best: Best::new(limit),

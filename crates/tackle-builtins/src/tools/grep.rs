@@ -140,13 +140,7 @@ async fn grep(env: &ToolEnv, cx: &Context, input: GrepInput) -> Result<GrepOutpu
     }
 
     // Symlinks are followed only while they stay where this call may look.
-    let boundary = if target.relative.is_some() {
-        env.fs.root().to_path_buf()
-    } else if target.path.is_dir() {
-        target.path.clone()
-    } else {
-        target.path.parent().unwrap_or(&target.path).to_path_buf()
-    };
+    let boundary = super::walk::Boundary::for_target(env.fs.root(), &target);
     let query = Query {
         root: target.path.clone(),
         boundary,

@@ -236,6 +236,10 @@ fn walk(
             if entry.depth() == 0 {
                 return true;
             }
+            // tackle's own temporary files are never shown.
+            if crate::fs::handle::is_temp_name(entry.file_name()) {
+                return false;
+            }
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             if is_dir
                 && SKIPPED_DIRS

@@ -104,13 +104,19 @@ async fn read(env: &ToolEnv, cx: &Context, input: ReadInput) -> Result<ReadOutpu
     if target.path.is_dir() {
         return list_directory(&target, &name, &input).await;
     }
-    let size = std::fs::metadata(&target.path)
-        .map(|m| m.len())
-        .map_err(|e| failure(format!("Could not read `{name}`: {e}.")))?;
+    // The size comes from the opened descriptor, which also refuses FIFOs, sockets and devices.
+    let size = env.fs.regular_size(&target).await.map_err(failure)?;
     let bytes = if size > MAX_TEXT_FILE_BYTES {
-        head(&target, SNIFF_BYTES).await?
+        env.fs
+            .read_head(&target, SNIFF_BYTES as u64)
+            .await
+            .map_err(failure)?
     } else {
-        env.fs.read_bytes(&target).await.map_err(failure)?
+        // Bounded whatever the size said: a file that grew since stops at the limit.
+        env.fs
+            .read_limited(&target, MAX_TEXT_FILE_BYTES)
+            .await
+            .map_err(failure)?
     };
     let sample = &bytes[..bytes.len().min(SNIFF_BYTES)];
 
@@ -123,7 +129,11 @@ async fn read(env: &ToolEnv, cx: &Context, input: ReadInput) -> Result<ReadOutpu
             ))
             .with_hint("Use a smaller copy of the file, or inspect it with bash."));
         }
-        let bytes = env.fs.read_bytes(&target).await.map_err(failure)?;
+        let bytes = env
+            .fs
+            .read_limited(&target, env.options.max_media_bytes)
+            .await
+            .map_err(failure)?;
         env.reads.record_read(cx.session(), &target, &bytes);
         let kind = if mime == "application/pdf" {
             "PDF"
@@ -197,18 +207,6 @@ async fn read(env: &ToolEnv, cx: &Context, input: ReadInput) -> Result<ReadOutpu
         mime_type: None,
         data_base64: None,
     })
-}
-
-/// The first `n` bytes of a file.
-async fn head(target: &Resolved, n: usize) -> Result<Vec<u8>, ToolFailure> {
-    use std::io::Read as _;
-    let path = target.path.clone();
-    let name = target.display_name();
-    let mut bytes = Vec::with_capacity(n);
-    std::fs::File::open(&path)
-        .and_then(|file| file.take(n as u64).read_to_end(&mut bytes))
-        .map_err(|e| failure(format!("Could not read `{name}`: {e}.")))?;
-    Ok(bytes)
 }
 
 fn not_text(name: &str, error: DecodeError) -> ToolFailure {

@@ -116,16 +116,21 @@ impl SkillCatalog {
 /// Directories that do not exist are skipped silently; unreadable files and broken frontmatter
 /// are reported in [`SkillCatalog::warnings`].
 pub fn discover_skills(root: &Path, home: Option<&Path>) -> SkillCatalog {
-    let mut places = vec![root.join(".tackle/skills")];
+    // Each place, and the boundary its symlinks must stay in: the Location for a project's
+    // skills, the user's skills directory for theirs (the shared walker rule).
+    let mut places = vec![(root.join(".tackle/skills"), root.to_path_buf())];
     if let Some(home) = home {
-        places.push(home.join(".config/tackle/skills"));
+        let user = home.join(".config/tackle/skills");
+        let inside = std::fs::canonicalize(&user).unwrap_or_else(|_| user.clone());
+        places.push((user, inside));
     }
-    places.push(root.join(".opencode/skill"));
-    places.push(root.join(".opencode/skills"));
-    places.push(root.join(".claude/skills"));
+    for project in [".opencode/skill", ".opencode/skills", ".claude/skills"] {
+        places.push((root.join(project), root.to_path_buf()));
+    }
 
     let mut catalog = SkillCatalog::default();
-    for place in places {
+    for (place, inside) in places {
+        let boundary = super::walk::Boundary::new(std::fs::canonicalize(&inside).unwrap_or(inside));
         let Ok(entries) = std::fs::read_dir(&place) else {
             continue;
         };
@@ -133,6 +138,7 @@ pub fn discover_skills(root: &Path, home: Option<&Path>) -> SkillCatalog {
             .filter_map(Result::ok)
             .map(|entry| entry.path())
             .filter(|path| path.is_dir())
+            .filter(|path| !path.is_symlink() || boundary.allows_link(path))
             .collect();
         dirs.sort();
         for dir in dirs {
@@ -140,7 +146,7 @@ pub fn discover_skills(root: &Path, home: Option<&Path>) -> SkillCatalog {
             if !path.is_file() {
                 continue;
             }
-            match load(&dir, &path) {
+            match load(&dir, &path, &boundary) {
                 Ok(skill) => catalog.add(path, skill),
                 Err(problem) => catalog.warnings.push(SkillWarning { path, problem }),
             }
@@ -150,8 +156,8 @@ pub fn discover_skills(root: &Path, home: Option<&Path>) -> SkillCatalog {
 }
 
 /// Reads and parses the `SKILL.md` at `path` in `dir`.
-fn load(dir: &Path, path: &Path) -> Result<Skill, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("could not be read: {e}."))?;
+fn load(dir: &Path, path: &Path, boundary: &super::walk::Boundary) -> Result<Skill, String> {
+    let bytes = read_bounded(path, boundary).map_err(|e| format!("could not be read: {e}."))?;
     let text = String::from_utf8(bytes).map_err(|_| "is not UTF-8 text.".to_owned())?;
     let parsed = parse_skill_file(&text)?;
     Ok(Skill {
@@ -469,4 +475,38 @@ fn sample_files(dir: &Path) -> (Vec<String>, usize) {
     files.sort();
     files.truncate(FILE_SAMPLE);
     (files, total)
+}
+
+/// The most bytes of a `SKILL.md` read: a skill is instructions, not data.
+const MAX_SKILL_BYTES: u64 = 1024 * 1024;
+
+/// Reads a regular file of at most [`MAX_SKILL_BYTES`], without blocking on a FIFO or a device;
+/// a symlinked `SKILL.md` is read only when its real file is inside `boundary`.
+fn read_bounded(path: &Path, boundary: &super::walk::Boundary) -> std::io::Result<Vec<u8>> {
+    if path.is_symlink() && !boundary.allows_link(path) {
+        return Err(std::io::Error::other("it is a symlink to a file outside"));
+    }
+    let real = std::fs::canonicalize(path)?;
+    let (Some(dir), Some(name)) = (real.parent(), real.file_name()) else {
+        return Err(std::io::Error::other("it has no name"));
+    };
+    let opened = crate::fs::handle::Dir::open(dir).map_err(handle_io)?;
+    match opened.read(name, MAX_SKILL_BYTES) {
+        Ok(Some(bytes)) => Ok(bytes),
+        Ok(None) => Err(std::io::ErrorKind::NotFound.into()),
+        Err(error) => Err(handle_io(error)),
+    }
+}
+
+fn handle_io(error: crate::fs::handle::HandleError) -> std::io::Error {
+    use crate::fs::handle::HandleError;
+    match error {
+        HandleError::Io(error) => error,
+        HandleError::Special(kind) => std::io::Error::other(format!("it is {}", kind.describe())),
+        HandleError::TooLarge { limit } => {
+            std::io::Error::other(format!("it is larger than {limit} bytes"))
+        }
+        HandleError::IsDirectory => std::io::Error::other("it is a directory"),
+        HandleError::Relinked => std::io::Error::other("it is a symlink"),
+    }
 }

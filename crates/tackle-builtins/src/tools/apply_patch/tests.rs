@@ -543,32 +543,36 @@ async fn partial_commit_is_reported_truthfully() {
     let s = setup();
     s.put_read("a.txt", "x\n").await;
     s.put_read("c.txt", "c\n").await;
-    // A name that is valid, but too long once the temporary file's prefix and suffix are added,
-    // so its write fails after every precondition was checked, even for root.
-    let long = format!("{}.txt", "n".repeat(240));
+    // The Add's write fails after every precondition was checked.
+    s.env.fs().fail_writes_named("b.txt");
     let error = s
-        .fails(&patch(&format!(
+        .fails(&patch(
             "*** Update File: a.txt\n@@\n-x\n+y\n\
-             *** Add File: {long}\n+z\n\
-             *** Delete File: c.txt"
-        )))
+             *** Add File: b.txt\n+z\n\
+             *** Delete File: c.txt",
+        ))
         .await;
     assert!(
-        error.starts_with(&format!(
-            "Patch partially applied before failing at {long}: could not create a temporary file"
-        )),
+        error.starts_with("Patch partially applied before failing at b.txt: could not write"),
         "{error}"
     );
     assert!(
-        error.contains(&format!(
-            "Applied: M a.txt. Not applied: A {long}, D c.txt."
-        )),
+        error.contains("Applied: M a.txt. Not applied: A b.txt, D c.txt."),
         "{error}"
     );
     assert!(!error.contains("Success"), "{error}");
     assert_eq!(s.text("a.txt"), "y\n");
     assert_eq!(s.text("c.txt"), "c\n");
-    assert!(!s.path(&long).exists());
+    assert!(!s.path("b.txt").exists());
+    // No temporary file is left behind.
+    let names: Vec<String> = std::fs::read_dir(s.path("."))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.starts_with(".tackle-")),
+        "{names:?}"
+    );
     // What was applied is recorded as read, so the rest can follow in a new patch.
     s.ok(&patch("*** Update File: a.txt\n@@\n-y\n+w")).await;
     assert_eq!(s.text("a.txt"), "w\n");

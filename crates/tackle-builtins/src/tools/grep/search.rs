@@ -9,7 +9,6 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,6 +20,8 @@ use grep::regex::RegexMatcher;
 use grep::searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::gitignore::GitignoreBuilder;
 use ignore::{WalkBuilder, WalkState};
+
+use crate::tools::walk::{self, Boundary};
 
 /// Matched lines are cut to this many characters.
 pub(super) const LINE_CAP: usize = 2000;
@@ -47,8 +48,8 @@ pub(super) struct Hit {
 pub(super) struct Query {
     /// The file or directory searched.
     pub(super) root: PathBuf,
-    /// Symlinks whose target lies outside this directory are not followed.
-    pub(super) boundary: PathBuf,
+    /// Symlinks whose target lies outside it are not followed.
+    pub(super) boundary: Boundary,
     /// The compiled pattern.
     pub(super) matcher: RegexMatcher,
     /// Only files whose name or path below `root` matches are searched.
@@ -122,9 +123,9 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
         searched: AtomicUsize::new(0),
         unreadable: AtomicUsize::new(0),
     };
-    let outside_links = Arc::new(AtomicUsize::new(0));
+    let boundary = query.boundary.clone();
     let stopped = std::sync::atomic::AtomicBool::new(false);
-    let walker = walker(&query, outside_links.clone()).build_parallel();
+    let walker = walker(&query, &boundary).build_parallel();
 
     walker.run(|| {
         let mut searcher = SearcherBuilder::new()
@@ -181,45 +182,19 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
         searched: shared.searched.into_inner(),
         binary: best.binary,
         unreadable: shared.unreadable.into_inner(),
-        outside_links: outside_links.load(Ordering::Relaxed),
+        outside_links: boundary.refused(),
         stopped: stopped.into_inner(),
     }
 }
 
-/// The walker: ignore files respected (also outside git), hidden files kept, `.git` skipped,
-/// symlinks followed while they stay inside the boundary.
-fn walker(query: &Query, outside_links: Arc<AtomicUsize>) -> WalkBuilder {
+/// The walker: the shared rules of [`walk`](crate::tools::walk), on every core; a root that its
+/// parents' rules ignore was asked for by name, so it is searched whole.
+fn walker(query: &Query, boundary: &Boundary) -> WalkBuilder {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut builder = WalkBuilder::new(&query.root);
-    let boundary = query.boundary.clone();
+    let mut builder = walk::builder(&query.root, boundary);
     builder
         .threads(threads)
-        .hidden(false)
-        .follow_links(true)
-        .git_ignore(true)
-        .git_global(true)
-        .git_exclude(true)
-        .ignore(true)
-        .require_git(false)
-        // A root that its parents' rules ignore was asked for by name: search it whole.
-        .parents(!ignored_by_parents(&query.root))
-        .filter_entry(move |entry| {
-            if entry.depth() == 0 {
-                return true;
-            }
-            if entry.file_name() == OsStr::new(".git") {
-                return false;
-            }
-            if entry.path_is_symlink() {
-                let inside = std::fs::canonicalize(entry.path())
-                    .is_ok_and(|real| real.starts_with(&boundary));
-                if !inside {
-                    outside_links.fetch_add(1, Ordering::Relaxed);
-                    return false;
-                }
-            }
-            true
-        });
+        .parents(!ignored_by_parents(&query.root));
     builder
 }
 

@@ -390,7 +390,7 @@ fn many_files(n: usize) -> TempDir {
 fn query(root: &Path) -> Query {
     Query {
         root: root.to_path_buf(),
-        boundary: root.to_path_buf(),
+        boundary: crate::tools::walk::Boundary::new(root),
         matcher: RegexMatcher::new("needle").unwrap(),
         include: None,
         limit: LIMIT,
