@@ -1,9 +1,11 @@
 //! The single integration-test binary: one module per area, sharing `tackle` test support.
 
 mod bounding;
+mod containment;
 mod dialects;
 mod dropped;
 mod file_tools;
+mod fuzz;
 mod journal;
 mod laws;
 mod laws_bound;
