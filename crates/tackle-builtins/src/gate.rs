@@ -10,6 +10,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use tackle_core::names::Permission;
 
 use serde_json::Value;
 use tackle_core::{AgentId, Context, ToolFailure};
@@ -126,7 +127,7 @@ impl Gate {
         let Some(scope) = &target.external_directory else {
             return Ok(());
         };
-        let ask = Ask::new("external_directory", [scope.clone()])
+        let ask = Ask::new(Permission::EXTERNAL_DIRECTORY.as_str(), [scope.clone()])
             .with_always([scope.clone()])
             .with_metadata(serde_json::json!({
                 "filepath": target.path.to_string_lossy(),

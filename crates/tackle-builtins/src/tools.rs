@@ -18,6 +18,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use tackle_core::names::{Permission, ToolName};
 use tackle_core::{AnyTool, Context, SessionState, ToolFailure};
 use tackle_permission::{Agent, Ruleset};
 
@@ -189,7 +190,7 @@ impl ToolEnv {
         let target = self.resolve(cx, path).await?;
         let name = target.display_name();
         self.gate
-            .refuse_if_denied(cx, "edit", std::slice::from_ref(&name))?;
+            .refuse_if_denied(cx, Permission::EDIT.as_str(), std::slice::from_ref(&name))?;
         if target.path.is_dir() {
             return Err(failure(FsError::IsADirectory { path: name }));
         }
@@ -202,23 +203,26 @@ impl ToolEnv {
 /// `apply_patch` and `list`.
 pub fn file_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
     vec![
-        ("read", read::tool(env)),
-        ("write", write::tool(env)),
-        ("edit", edit::edit_tool(env)),
-        ("multiedit", edit::multiedit_tool(env)),
-        ("apply_patch", apply_patch::tool(env)),
-        ("list", list::tool(env)),
+        (ToolName::READ.as_str(), read::tool(env)),
+        (ToolName::WRITE.as_str(), write::tool(env)),
+        (ToolName::EDIT.as_str(), edit::edit_tool(env)),
+        (ToolName::MULTIEDIT.as_str(), edit::multiedit_tool(env)),
+        (ToolName::APPLY_PATCH.as_str(), apply_patch::tool(env)),
+        (ToolName::LIST.as_str(), list::tool(env)),
     ]
 }
 
 /// The search tools, named as the model calls them: `grep` and `glob`.
 pub fn search_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
-    vec![("grep", grep::tool(env)), ("glob", glob::tool(env))]
+    vec![
+        (ToolName::GREP.as_str(), grep::tool(env)),
+        (ToolName::GLOB.as_str(), glob::tool(env)),
+    ]
 }
 
 /// The shell tool, named as the model calls it: `bash`.
 pub fn shell_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
-    vec![("bash", bash::tool(env))]
+    vec![(ToolName::BASH.as_str(), bash::tool(env))]
 }
 
 /// The agent tools, named as the model calls them: `todowrite` and `todoread`, and `question`
@@ -231,9 +235,12 @@ pub fn agent_tools(
     asker: Option<Arc<dyn QuestionAsker>>,
 ) -> Vec<(&'static str, AnyTool)> {
     let (todowrite, todoread) = todo::tools(env);
-    let mut tools = vec![("todowrite", todowrite), ("todoread", todoread)];
+    let mut tools = vec![
+        (ToolName::TODOWRITE.as_str(), todowrite),
+        (ToolName::TODOREAD.as_str(), todoread),
+    ];
     if let Some(asker) = asker {
-        tools.push(("question", question::tool(env, asker)));
+        tools.push((ToolName::QUESTION.as_str(), question::tool(env, asker)));
     }
     tools
 }
@@ -241,15 +248,15 @@ pub fn agent_tools(
 /// The skill tool, named as the model calls it: `skill`, over the skills in `catalog` (found
 /// with [`discover_skills`]). Its description lists them.
 pub fn skill_tools(env: &ToolEnv, catalog: SkillCatalog) -> Vec<(&'static str, AnyTool)> {
-    vec![("skill", skill::tool(env, catalog))]
+    vec![(ToolName::SKILL.as_str(), skill::tool(env, catalog))]
 }
 
 /// The web tools, named as the model calls them: `webfetch`, and `websearch` when `search`
 /// configures a provider (see [`WebSearchConfig::from_env`]).
 pub fn web_tools(env: &ToolEnv, search: Option<WebSearchConfig>) -> Vec<(&'static str, AnyTool)> {
-    let mut tools = vec![("webfetch", webfetch::tool(env))];
+    let mut tools = vec![(ToolName::WEBFETCH.as_str(), webfetch::tool(env))];
     if let Some(config) = search {
-        tools.push(("websearch", websearch::tool(env, config)));
+        tools.push((ToolName::WEBSEARCH.as_str(), websearch::tool(env, config)));
     }
     tools
 }
@@ -264,7 +271,10 @@ pub fn task_tools(
     subagents: Vec<Agent>,
     caller_rules: Ruleset,
 ) -> Vec<(&'static str, AnyTool)> {
-    vec![("task", task::tool(env, runner, subagents, caller_rules))]
+    vec![(
+        ToolName::TASK.as_str(),
+        task::tool(env, runner, subagents, caller_rules),
+    )]
 }
 
 /// The projection every built-in uses: the model reads its output's `output` field, and the

@@ -129,10 +129,12 @@ enum Command {
 enum ConfigAction {
     /// Read and validate every configuration file that applies; exit 1 when one is invalid.
     Check {
-        /// Print `{ok, files, errors, mcp, models, overrides}` as JSON.
+        /// Print `{ok, files, errors, mcp, models, overrides, lsp, formatters, hooks}` as JSON.
         #[arg(long)]
         json: bool,
     },
+    /// Print the JSON Schema of the configuration file (point `"$schema"` or an editor at it).
+    Schema,
 }
 
 fn main() -> ExitCode {
@@ -151,14 +153,17 @@ fn main() -> ExitCode {
             }
         },
     };
-    if let Command::Config {
-        action: ConfigAction::Check { json },
-    } = cli.command
-    {
-        return match config_check(&root, cli.global.config.as_deref(), json) {
-            Ok(code) => code,
-            Err(error) => operational(error),
+    if let Command::Config { action } = &cli.command {
+        let done = match action {
+            ConfigAction::Check { json } => {
+                config_check(&root, cli.global.config.as_deref(), *json)
+            }
+            ConfigAction::Schema => serde_json::to_string_pretty(&config::schema())
+                .map_err(Into::into)
+                .and_then(|text| print_stdout(&text))
+                .map(|()| ExitCode::SUCCESS),
         };
+        return done.unwrap_or_else(operational);
     }
     let config = match config::load(&root, cli.global.config.as_deref()) {
         Ok(config) => config,
@@ -203,6 +208,21 @@ fn config_check(
             "mcp": config.mcp.iter().map(config::McpServer::to_json).collect::<Vec<_>>(),
             "models": config.models.iter().map(config::ModelTools::to_json).collect::<Vec<_>>(),
             "overrides": config.overrides,
+            "lsp": config.lsp_servers().iter().map(|server| serde_json::json!({
+                "name": server.name, "command": server.command,
+                "extensions": server.extensions, "disabled": server.disabled,
+            })).collect::<Vec<_>>(),
+            "formatters": config.formatters().map(|list| list.iter().map(|formatter| {
+                serde_json::json!({
+                    "name": formatter.name, "command": formatter.command,
+                    "extensions": formatter.extensions, "disabled": formatter.disabled,
+                })
+            }).collect::<Vec<_>>()),
+            "hooks": config.hooks().iter().map(|hook| serde_json::json!({
+                "when": match hook.when { config::HookWhen::Before => "before", config::HookWhen::After => "after" },
+                "tools": hook.tools, "command": hook.command,
+                "file": hook.file.display().to_string(),
+            })).collect::<Vec<_>>(),
         }))?,
         (Err(problems), true) => serde_json::to_string_pretty(&serde_json::json!({
             "ok": false,

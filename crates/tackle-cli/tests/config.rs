@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// A workspace root, a private data directory and a private home for one test.
@@ -555,4 +555,86 @@ fn config_check_json_lists_models_and_overrides() {
         out.contains(r#"models."openai/*".tools.edit: expected a boolean, got the number 0"#),
         "{out}"
     );
+}
+
+/// A configuration using every section, as a user would write it (JSONC).
+const FULL_CONFIG: &str = r#"{
+  // Editors validate against the printed schema.
+  "$schema": "./tackle.schema.json",
+  "permission": {"bash": {"*": "ask", "git status*": "allow"}, "read": "allow"},
+  "agents": {"review": {"description": "Reviews diffs.", "mode": "subagent",
+                        "permission": {"edit": "deny"}}},
+  "mcp": {"docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "x"}},
+          "fs": {"command": "npx", "args": ["-y", "server"], "env": {"K": "v"}}},
+  "limits": {"maxLines": 500, "maxBytes": 20000, "direction": "tail"},
+  "shell": {"path": "/bin/bash", "defaultTimeoutMs": 60000, "maxTimeoutMs": 300000},
+  "disabledTools": ["websearch"],
+  "tools": {"webfetch": false},
+  "models": {"openai/gpt-5*": {"tools": {"edit": true}}},
+  "overrides": [],
+  "lsp": {"pyright": {"command": ["pyright-langserver", "--stdio"], "extensions": [".py"]}},
+  "formatter": {"ruff": {"command": ["ruff", "format", "$FILE"], "extensions": [".py"]}},
+  "hooks": {"before": [{"tools": ["bash"], "command": ["./guard.sh"], "timeoutMs": 2000}],
+            "after": [{"command": ["./audit.sh"]}]},
+}"#;
+
+/// Strips `//` line comments and trailing commas, enough for [`FULL_CONFIG`].
+fn strict_json(text: &str) -> Value {
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect();
+    serde_json::from_str(&lines.join("\n").replace(",\n}", "\n}")).unwrap()
+}
+
+#[test]
+fn the_printed_schema_accepts_a_full_config_and_rejects_what_check_rejects() {
+    let sandbox = Sandbox::new();
+    let (code, out, err) = sandbox.run(&["config", "schema"]);
+    assert_eq!(code, Some(0), "{err}");
+    let schema: Value = serde_json::from_str(&out).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+
+    // The full configuration is valid for both the schema and the reader.
+    let full = strict_json(FULL_CONFIG);
+    let errors: Vec<String> = validator
+        .iter_errors(&full)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    sandbox.project(FULL_CONFIG);
+    let (code, out, _) = sandbox.run(&["config", "check", "--json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        report["hooks"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+
+    // Each mistake is refused by both, the reader naming the key path.
+    for (mistake, path) in [
+        (json!({"permisson": {}}), "permisson"),
+        (json!({"limits": {"maxLines": 0}}), "limits.maxLines"),
+        (
+            json!({"limits": {"direction": "middle"}}),
+            "limits.direction",
+        ),
+        (
+            json!({"hooks": {"before": [{"command": []}]}}),
+            "hooks.before[0].command",
+        ),
+        (json!({"hooks": {"during": []}}), "hooks.during"),
+        (json!({"shell": {"timeout": 5}}), "shell.timeout"),
+    ] {
+        assert!(
+            !validator.is_valid(&mistake),
+            "the schema accepts {mistake}"
+        );
+        sandbox.project(&mistake.to_string());
+        let (code, out, _) = sandbox.run(&["config", "check", "--json"]);
+        assert_eq!(code, Some(1), "the reader accepts {mistake}");
+        let report: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(report["errors"][0]["path"], path, "{report}");
+    }
 }

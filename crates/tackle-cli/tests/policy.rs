@@ -1,7 +1,8 @@
 //! Host policy end to end, through `tackle call` and `tackle serve`: a mis-cased tool name is
 //! repaired, snake_case arguments are renamed, a call giving both forms is refused, and the
 //! third identical call in a row asks `doom_loop` (across separate processes of one session);
-//! every change is reported with the settlement.
+//! every change is reported with the settlement. Command hooks from the configuration refuse,
+//! rewrite and audit calls, and a project's own hooks wait for `hook_trust`.
 
 mod support;
 
@@ -202,4 +203,183 @@ async fn serve_repairs_names_renames_arguments_and_checks_loops() {
     );
     client.cancel().await.unwrap();
     assert!(Path::new(&project.path("notes.txt")).is_file());
+}
+
+/// A before hook for `bash`: refuses `rm` with exit 2, rewrites `echo hi`, passes the rest.
+const GUARD_HOOK: &str = r#"
+import json, sys
+call = json.load(sys.stdin)
+assert call["phase"] == "before" and call["tool"] == "bash", call
+command = call["arguments"].get("command", "")
+if command.startswith("rm "):
+    print("Deleting files is not allowed here; move them to trash/ instead.", file=sys.stderr)
+    sys.exit(2)
+if command == "echo hi":
+    args = dict(call["arguments"], command="echo rewritten by " + call["sessionID"])
+    print(json.dumps({"arguments": args}))
+"#;
+
+/// An after hook: notes the outcome and the size of what the model read.
+const AUDIT_HOOK: &str = r#"
+import json, sys
+call = json.load(sys.stdin)
+print(f"audited {call['tool']} {call['outcome']} {len(call['output'])} chars")
+"#;
+
+impl Project {
+    /// Writes `script` under the data directory and returns the hook command running it.
+    fn script(&self, name: &str, script: &str) -> Value {
+        let path = self.data.path().join(name);
+        std::fs::write(&path, script).unwrap();
+        json!(["python3", path])
+    }
+
+    /// Writes the user's configuration file (HOME is the data directory).
+    fn user_config(&self, config: Value) {
+        let dir = self.data.path().join(".config/tackle");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    }
+}
+
+#[test]
+fn command_hooks_refuse_rewrite_and_audit_calls_through_call() {
+    let project = Project::new();
+    std::fs::write(project.path("keep.txt"), "kept").unwrap();
+    project.user_config(json!({"hooks": {
+        "before": [{"tools": ["bash"], "command": project.script("guard.py", GUARD_HOOK)}],
+        "after": [{"tools": ["read"], "command": project.script("audit.py", AUDIT_HOOK)}],
+    }}));
+
+    // Refused with the hook's own words; nothing ran.
+    let rm = json!({"command": "rm keep.txt", "description": "Delete"});
+    let (output, record) = project.call("h", "bash", rm, &[]);
+    assert_eq!(output.status.code(), Some(1), "{record}");
+    assert_eq!(record["outcome"], "refused");
+    assert_eq!(
+        model_text(&record),
+        "Deleting files is not allowed here; move them to trash/ instead."
+    );
+    assert!(project.path("keep.txt").is_file());
+
+    // Rewritten: the tool ran the hook's arguments, and the record says a hook changed them.
+    let echo = json!({"command": "echo hi", "description": "Greet"});
+    let (output, record) = project.call("h", "bash", echo, &[]);
+    assert_eq!(output.status.code(), Some(0), "{record}");
+    assert!(model_text(&record).contains("rewritten by h"), "{record}");
+    let adjustments = adjustments(&record);
+    assert!(
+        adjustments.len() == 1
+            && adjustments[0].contains("guard.py")
+            && adjustments[0].contains("rewrote the arguments"),
+        "{adjustments:?}"
+    );
+
+    // Other calls pass untouched; the after hook notes the read for the host, not the model.
+    let (output, record) = project.call("h", "read", json!({"filePath": "notes.txt"}), &[]);
+    assert_eq!(output.status.code(), Some(0), "{record}");
+    assert!(adjustments_are_empty(&record), "{record}");
+    let text = model_text(&record);
+    let annotations: Vec<String> = serde_json::from_value(record["annotations"].clone()).unwrap();
+    assert_eq!(annotations.len(), 1, "{annotations:?}");
+    assert!(
+        annotations[0].ends_with(&format!(
+            "audited read success {} chars",
+            text.chars().count()
+        )),
+        "{annotations:?}"
+    );
+    assert!(!text.contains("audited"), "{text}");
+}
+
+fn adjustments_are_empty(record: &Value) -> bool {
+    record["adjustments"].as_array().is_none_or(Vec::is_empty)
+}
+
+#[test]
+fn a_broken_or_slow_hook_refuses_the_call_naming_the_hook() {
+    let project = Project::new();
+    project.user_config(json!({"hooks": {"before": [
+        {"tools": ["glob"], "command": ["sh", "-c", "echo broken >&2; exit 1"]},
+        {"tools": ["list"], "command": ["sleep", "30"], "timeoutMs": 300},
+        {"tools": ["grep"], "command": ["sh", "-c", "echo not json"]},
+    ]}}));
+    let (output, record) = project.call("b", "glob", json!({"pattern": "*.txt"}), &[]);
+    assert_eq!(output.status.code(), Some(1), "{record}");
+    let text = model_text(&record);
+    assert!(
+        text.contains("refused this call, so it did not run: it exited with 1: broken"),
+        "{text}"
+    );
+    let started = std::time::Instant::now();
+    let (output, record) = project.call("b", "list", json!({}), &[]);
+    assert_eq!(output.status.code(), Some(1), "{record}");
+    assert!(
+        model_text(&record).contains("timed out after 300 ms"),
+        "{record}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let (output, record) = project.call("b", "grep", json!({"pattern": "first"}), &[]);
+    assert_eq!(output.status.code(), Some(1), "{record}");
+    assert!(
+        model_text(&record).contains("not a JSON object: `not json`"),
+        "{record}"
+    );
+}
+
+#[test]
+fn a_project_hook_runs_only_once_trusted() {
+    let project = Project::new();
+    let marker = project.data.path().join("ran");
+    let config = json!({"hooks": {"before": [{"command": ["touch", marker]}]}});
+    std::fs::create_dir_all(project.path(".tackle")).unwrap();
+    std::fs::write(project.path(".tackle/config.json"), config.to_string()).unwrap();
+    let read = json!({"filePath": "notes.txt"});
+    let (output, record) = project.call("t", "read", read.clone(), &[]);
+    assert_eq!(output.status.code(), Some(1), "{record}");
+    let text = model_text(&record);
+    assert!(
+        text.contains("`hook_trust`") && text.contains("Nobody could be asked"),
+        "{text}"
+    );
+    assert!(!marker.exists(), "an untrusted project hook ran");
+    let (output, record) = project.call("t2", "read", read, &["--yes"]);
+    assert_eq!(output.status.code(), Some(0), "{record}");
+    assert!(marker.exists(), "the trusted hook did not run");
+}
+
+#[tokio::test]
+async fn serve_runs_command_hooks() {
+    let project = Project::new();
+    std::fs::write(project.path("keep.txt"), "kept").unwrap();
+    project.user_config(json!({"hooks": {"before": [
+        {"tools": ["bash"], "command": project.script("guard.py", GUARD_HOOK)}
+    ]}}));
+    let mut command = tokio::process::Command::from(project.command());
+    command.args(["--session", "srv", "serve"]);
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("initialize");
+    let refused = call(
+        &client,
+        "bash",
+        json!({"command": "rm keep.txt", "description": "x"}),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(
+        text(&refused).contains("move them to trash/"),
+        "{refused:?}"
+    );
+    assert!(project.path("keep.txt").is_file());
+    let rewritten = call(
+        &client,
+        "bash",
+        json!({"command": "echo hi", "description": "x"}),
+    )
+    .await;
+    assert_ne!(rewritten.is_error, Some(true), "{rewritten:?}");
+    assert!(
+        text(&rewritten).contains("rewritten by srv"),
+        "{rewritten:?}"
+    );
+    client.cancel().await.unwrap();
 }

@@ -31,6 +31,7 @@ mod content;
 mod context;
 mod failure;
 mod ids;
+pub mod names;
 mod ports;
 mod provider;
 mod settle;

@@ -73,8 +73,8 @@ impl SettlementConfig {
             journal,
             limits: OutputLimits::default(),
             agent_limits: HashMap::new(),
-            read_tool: "read".to_owned(),
-            grep_tool: "grep".to_owned(),
+            read_tool: crate::names::ToolName::READ.as_str().to_owned(),
+            grep_tool: crate::names::ToolName::GREP.as_str().to_owned(),
         }
     }
 

@@ -12,52 +12,44 @@ use std::time::Duration;
 
 use serde_json::json;
 use tackle_builtins::tools::bash::BashOptions;
-use tackle_core::{Direction, LimitsOverride, OutputLimits};
+use tackle_core::{LimitsOverride, OutputLimits};
+use tackle_permission::names::ToolName;
 use tackle_permission::{
-    Agent, AgentMode, ConfigContext, PRESET_NAMES, Pattern, PresetContext, Ruleset,
-    agent_with_user_rules, custom_agent, preset, ruleset_from_config,
+    Agent, AgentMode, PRESET_NAMES, Pattern, PresetContext, Ruleset, agent_with_user_rules,
+    custom_agent, preset,
 };
 
+mod de;
+mod file;
 mod json;
+mod read;
+
+pub use file::schema;
+pub use json::Pos;
 
 use crate::error::HostError;
-
-pub use json::Pos;
-use json::{Entry, Node, Value};
-
-/// The keys of a tackle configuration file.
-const TOP_KEYS: &[&str] = &[
-    "$schema",
-    "permission",
-    "agents",
-    "mcp",
-    "limits",
-    "shell",
-    "disabledTools",
-    "tools",
-    "models",
-    "overrides",
-];
+use file::{FormatterSection, FormatterSetting, HookSection, HooksSection, LspSection};
+use read::Reader;
 
 /// The built-in tool sets per model, applied before the configuration's `models` entries, which
 /// can undo any of them. Each entry is a model glob and the tools it turns on (`true`) or hides
 /// (`false`); the last matching entry wins per tool name. With no model chosen none applies.
 ///
-/// It lives in the CLI, not next to the tools: which editing tool suits which model is a host's
+/// It lives in the host, not next to the tools: which editing tool suits which model is a host's
 /// policy about models, and the tools themselves work the same for every model.
-pub const DEFAULT_TOOL_SETS: &[(&str, &[(&str, bool)])] = &[
+pub const DEFAULT_TOOL_SETS: &[(&str, &[(ToolName, bool)])] = &[
     // Patch-trained models get `apply_patch`; the others keep the string-replacing tools.
-    ("*", &[("apply_patch", false)]),
+    ("*", &[(ToolName::APPLY_PATCH, false)]),
     ("openai/gpt-5*", PATCH_TOOLS),
     ("openai/*codex*", PATCH_TOOLS),
 ];
 
 /// The tool set of a model trained on patches: `apply_patch` instead of the other edit tools.
-const PATCH_TOOLS: &[(&str, bool)] = &[
-    ("apply_patch", true),
-    ("edit", false),
-    ("multiedit", false),
-    ("write", false),
+const PATCH_TOOLS: &[(ToolName, bool)] = &[
+    (ToolName::APPLY_PATCH, true),
+    (ToolName::EDIT, false),
+    (ToolName::MULTIEDIT, false),
+    (ToolName::WRITE, false),
 ];
 
 /// The model a turn is for, chosen with `--model PROVIDER/MODEL` or `TACKLE_MODEL`.
@@ -138,10 +130,13 @@ impl ToolChoices {
 /// One problem in one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
+    /// The file the problem is in.
     pub file: PathBuf,
     /// The key path, such as `limits.maxLines`; empty for the whole file.
     pub path: String,
+    /// Where in the file, when known.
     pub pos: Option<Pos>,
+    /// What is wrong and how to fix it.
     pub message: String,
 }
 
@@ -159,6 +154,7 @@ impl fmt::Display for Problem {
 }
 
 impl Problem {
+    /// The problem as `config check --json` lists it.
     pub fn to_json(&self) -> serde_json::Value {
         json!({
             "file": self.file.display().to_string(),
@@ -212,13 +208,18 @@ struct AgentConfig {
 pub enum McpTransport {
     /// A child process speaking MCP on stdin and stdout.
     Stdio {
+        /// The program.
         command: String,
+        /// Its arguments.
         args: Vec<String>,
+        /// Extra environment variables.
         env: Vec<(String, String)>,
     },
     /// A streamable HTTP endpoint.
     Http {
+        /// The endpoint.
         url: String,
+        /// Extra request headers.
         headers: Vec<(String, String)>,
     },
 }
@@ -226,9 +227,11 @@ pub enum McpTransport {
 /// One configured MCP server, validated; the MCP client connects to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McpServer {
+    /// The server's name, the prefix of its tools' names.
     pub name: String,
     /// The file that defined it.
     pub file: PathBuf,
+    /// How it is reached.
     pub transport: McpTransport,
 }
 
@@ -258,6 +261,7 @@ pub struct Config {
     pub files: Vec<PathBuf>,
     permission: Ruleset,
     agents: Vec<(String, AgentConfig)>,
+    /// The MCP servers, in file order.
     pub mcp: Vec<McpServer>,
     limits: LimitsOverride,
     shell_path: Option<String>,
@@ -269,6 +273,70 @@ pub struct Config {
     pub models: Vec<ModelTools>,
     /// Built-ins a custom tool of the same name replaces.
     pub overrides: Vec<String>,
+    /// Language servers by name, in file order (a later file's entry replaces an earlier one).
+    lsp: Vec<(String, LspSection)>,
+    /// Formatters by name; `None` when a file turned them all off with `false`.
+    formatters: Option<Vec<(String, FormatterSection)>>,
+    /// Command hooks, in file order, each with the file that defined it.
+    hooks: Vec<CommandHook>,
+}
+
+/// A command hook from a configuration file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommandHook {
+    /// `before` or `after` the call.
+    pub when: HookWhen,
+    /// The tools it runs for (`*` globs); empty means every tool.
+    pub tools: Vec<String>,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+    /// How long it may run.
+    pub timeout: Duration,
+    /// The file that defined it.
+    pub file: PathBuf,
+    /// True when the project's own file defined it: it runs only once `hook_trust` allows.
+    pub project: bool,
+}
+
+/// When a command hook runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookWhen {
+    /// Before the call; it may rewrite the arguments or refuse.
+    Before,
+    /// After the call settled; what it prints is noted for the host.
+    After,
+}
+
+/// One language server as configured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LspServer {
+    /// Its name.
+    pub name: String,
+    /// The command and its arguments (empty: a built-in default's, when one exists).
+    pub command: Vec<String>,
+    /// The file extensions it serves.
+    pub extensions: Vec<String>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// `initializationOptions`.
+    pub initialization: Option<serde_json::Value>,
+    /// Turned off.
+    pub disabled: bool,
+}
+
+/// One formatter as configured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Formatter {
+    /// Its name.
+    pub name: String,
+    /// The command; `$FILE` stands for the changed file.
+    pub command: Vec<String>,
+    /// The file extensions it formats.
+    pub extensions: Vec<String>,
+    /// Extra environment variables.
+    pub environment: Vec<(String, String)>,
+    /// Turned off.
+    pub disabled: bool,
 }
 
 /// The files that apply to `root`, in the order they are read, without the `--config` file.
@@ -332,6 +400,10 @@ pub fn load_with_home(
         reader.read(&text, dialect, &mut config);
         config.files.push(file);
     }
+    let project_file = root.join(".tackle").join("config.json");
+    for hook in &mut config.hooks {
+        hook.project = hook.file == project_file;
+    }
     if let (Some(default), Some(max)) = (config.default_timeout_ms, config.max_timeout_ms)
         && default > max
         && let Some(file) = config.files.last()
@@ -353,6 +425,99 @@ pub fn load_with_home(
 }
 
 impl Config {
+    /// Merges one file's settings of agent `name` over the earlier files'.
+    fn merge_agent(&mut self, name: &str, agent: AgentConfig) {
+        match self.agents.iter_mut().find(|(n, _)| n == name) {
+            Some((_, merged)) => {
+                merged.description = agent.description.or(merged.description.take());
+                merged.mode = agent.mode.or(merged.mode);
+                merged.rules = std::mem::take(&mut merged.rules).merged(&agent.rules);
+            }
+            None => self.agents.push((name.to_owned(), agent)),
+        }
+    }
+
+    /// Merges one file's `formatter` over the earlier files': `false` turns all off, an object
+    /// adds or replaces formatters by name.
+    fn merge_formatter(&mut self, setting: FormatterSetting) {
+        match setting {
+            FormatterSetting::Off(false) => self.formatters = None,
+            FormatterSetting::Off(true) => {
+                self.formatters.get_or_insert_with(Vec::new);
+            }
+            FormatterSetting::Named(named) => {
+                let list = self.formatters.get_or_insert_with(Vec::new);
+                for (name, section) in named {
+                    list.retain(|(n, _)| *n != name);
+                    list.push((name, section));
+                }
+            }
+        }
+    }
+
+    /// Adds one file's hooks after the earlier files'.
+    fn add_hooks(&mut self, hooks: HooksSection, file: &Path) {
+        let add = |when: HookWhen, list: Option<Vec<HookSection>>| {
+            list.unwrap_or_default()
+                .into_iter()
+                .map(move |hook| CommandHook {
+                    when,
+                    tools: hook.tools.unwrap_or_default().0,
+                    command: hook.command.0,
+                    timeout: Duration::from_millis(hook.timeout_ms.map_or(10_000, |ms| ms.0)),
+                    file: file.to_path_buf(),
+                    project: false,
+                })
+        };
+        self.hooks.extend(add(HookWhen::Before, hooks.before));
+        self.hooks.extend(add(HookWhen::After, hooks.after));
+    }
+
+    /// The language servers configured, in file order.
+    pub fn lsp_servers(&self) -> Vec<LspServer> {
+        self.lsp
+            .iter()
+            .map(|(name, section)| LspServer {
+                name: name.clone(),
+                command: section.command.clone().unwrap_or_default().0,
+                extensions: section.extensions.clone().unwrap_or_default().0,
+                env: section
+                    .env
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect(),
+                initialization: section.initialization.clone(),
+                disabled: section.disabled.unwrap_or(false),
+            })
+            .collect()
+    }
+
+    /// The formatters configured, in file order; `None` when a file turned formatting off.
+    pub fn formatters(&self) -> Option<Vec<Formatter>> {
+        self.formatters.as_ref().map(|list| {
+            list.iter()
+                .map(|(name, section)| Formatter {
+                    name: name.clone(),
+                    command: section.command.clone().unwrap_or_default().0,
+                    extensions: section.extensions.clone().unwrap_or_default().0,
+                    environment: section
+                        .environment
+                        .clone()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .collect(),
+                    disabled: section.disabled.unwrap_or(false),
+                })
+                .collect()
+        })
+    }
+
+    /// The command hooks, in file order.
+    pub fn hooks(&self) -> &[CommandHook] {
+        &self.hooks
+    }
+
     /// The agent `name`: a preset or a configured agent, with the configured rules on top.
     pub fn agent(&self, name: &str, context: &PresetContext) -> Result<Agent, HostError> {
         let configured = self
@@ -439,7 +604,7 @@ impl Config {
         for (glob, tools) in DEFAULT_TOOL_SETS {
             if Pattern::new(glob).matches(&model) {
                 for (name, on) in *tools {
-                    choices.choose(name, *on);
+                    choices.choose(name.as_str(), *on);
                 }
             }
         }
@@ -452,600 +617,6 @@ impl Config {
         }
         choices
     }
-}
-
-/// Reads one file into the configuration, recording problems.
-struct Reader<'a> {
-    file: &'a Path,
-    home: Option<&'a str>,
-    problems: &'a mut Vec<Problem>,
-}
-
-impl Reader<'_> {
-    fn problem(&mut self, path: &str, pos: Option<Pos>, message: impl Into<String>) {
-        self.problems.push(Problem {
-            file: self.file.to_path_buf(),
-            path: path.to_owned(),
-            pos,
-            message: message.into(),
-        });
-    }
-
-    fn expected(&mut self, path: &str, node: &Node, expected: &str) {
-        let got = match &node.value {
-            Value::String(s) => format!("the string {}", quote(s)),
-            Value::Number(n) => format!("the number {n}"),
-            other => other.kind().to_owned(),
-        };
-        self.problem(
-            path,
-            Some(node.pos),
-            format!("expected {expected}, got {got}"),
-        );
-    }
-
-    fn unknown(&mut self, path: &str, entry: &Entry, known: &[&str]) {
-        self.problem(
-            path,
-            Some(entry.key_pos),
-            format!("unknown key; expected one of: {}", known.join(", ")),
-        );
-    }
-
-    /// The entries of an object, or a problem.
-    fn object<'n>(&mut self, path: &str, node: &'n Node) -> Option<&'n [Entry]> {
-        match &node.value {
-            Value::Object(entries) => {
-                let mut seen = std::collections::HashSet::new();
-                for entry in entries {
-                    if !seen.insert(entry.key.as_str()) {
-                        self.problem(
-                            &key_path(path, &entry.key),
-                            Some(entry.key_pos),
-                            "the key appears more than once",
-                        );
-                    }
-                }
-                Some(entries)
-            }
-            _ => {
-                self.expected(path, node, "an object");
-                None
-            }
-        }
-    }
-
-    fn string(&mut self, path: &str, node: &Node) -> Option<String> {
-        match &node.value {
-            Value::String(s) if !s.is_empty() => Some(s.clone()),
-            _ => {
-                self.expected(path, node, "a non-empty string");
-                None
-            }
-        }
-    }
-
-    fn strings(&mut self, path: &str, node: &Node) -> Option<Vec<String>> {
-        let Value::Array(items) = &node.value else {
-            self.expected(path, node, "an array of strings");
-            return None;
-        };
-        let mut out = Vec::new();
-        for (i, item) in items.iter().enumerate() {
-            out.push(self.string(&format!("{path}[{i}]"), item)?);
-        }
-        Some(out)
-    }
-
-    fn string_map(&mut self, path: &str, node: &Node) -> Option<Vec<(String, String)>> {
-        let entries = self.object(path, node)?;
-        let mut out = Vec::new();
-        for entry in entries {
-            let Value::String(value) = &entry.node.value else {
-                self.expected(&key_path(path, &entry.key), &entry.node, "a string");
-                return None;
-            };
-            out.push((entry.key.clone(), value.clone()));
-        }
-        Some(out)
-    }
-
-    /// An object whose values are booleans, in file order.
-    fn booleans(&mut self, path: &str, node: &Node) -> Option<Vec<(String, bool)>> {
-        let entries = self.object(path, node)?;
-        let mut out = Vec::new();
-        for entry in entries {
-            match entry.node.value {
-                Value::Bool(on) => out.push((entry.key.clone(), on)),
-                _ => self.expected(&key_path(path, &entry.key), &entry.node, "a boolean"),
-            }
-        }
-        Some(out)
-    }
-
-    /// `models`: a model glob to `{tools: {name: bool}}`.
-    fn models(&mut self, path: &str, node: &Node, config: &mut Config) {
-        const KEYS: &[&str] = &["tools"];
-        let Some(entries) = self.object(path, node) else {
-            return;
-        };
-        for entry in entries {
-            let model_path = key_path(path, &entry.key);
-            if entry.key != "*" && !entry.key.contains('/') {
-                let message = "expected a model glob of the form PROVIDER/MODEL, such as \
-                               `openai/gpt-5*`, or `*` for every model";
-                self.problem(&model_path, Some(entry.key_pos), message);
-                continue;
-            }
-            let Some(fields) = self.object(&model_path, &entry.node) else {
-                continue;
-            };
-            let mut tools = Vec::new();
-            for field in fields {
-                let field_path = key_path(&model_path, &field.key);
-                match field.key.as_str() {
-                    "tools" => tools = self.booleans(&field_path, &field.node).unwrap_or_default(),
-                    _ => self.unknown(&field_path, field, KEYS),
-                }
-            }
-            config.models.push(ModelTools {
-                model: entry.key.clone(),
-                tools,
-                file: self.file.to_path_buf(),
-            });
-        }
-    }
-
-    fn positive(&mut self, path: &str, node: &Node) -> Option<u64> {
-        match &node.value {
-            Value::Number(n) => match n.as_u64().filter(|&n| n > 0) {
-                Some(n) => Some(n),
-                None => {
-                    self.expected(path, node, "a positive integer");
-                    None
-                }
-            },
-            _ => {
-                self.expected(path, node, "a positive integer");
-                None
-            }
-        }
-    }
-
-    fn read(&mut self, text: &str, dialect: Dialect, config: &mut Config) {
-        let root = match json::parse(text) {
-            Ok(root) => root,
-            Err(error) => {
-                self.problem(
-                    "",
-                    Some(error.pos),
-                    format!("not valid JSON: {}", error.message),
-                );
-                return;
-            }
-        };
-        let dialect = match (dialect, &root.value) {
-            (Dialect::Flag, Value::String(_)) => {
-                return self.permission("permission", &root, config);
-            }
-            (Dialect::Flag, Value::Object(entries))
-                if !entries.iter().any(|e| TOP_KEYS.contains(&e.key.as_str())) =>
-            {
-                return self.permission("permission", &root, config);
-            }
-            (Dialect::Flag, _) => Dialect::Tackle,
-            (other, _) => other,
-        };
-        let Some(entries) = self.object("", &root) else {
-            return;
-        };
-        for entry in entries {
-            let path = entry.key.as_str();
-            let node = &entry.node;
-            match (dialect, path) {
-                (_, "permission") => self.permission(path, node, config),
-                (Dialect::Tackle, "agents") | (Dialect::OpenCode, "agent") => {
-                    self.agents(path, node, dialect, config);
-                }
-                (_, "mcp") => self.mcp(path, node, dialect, config),
-                (Dialect::Tackle, "limits") => self.limits(path, node, config),
-                (Dialect::Tackle, "shell") => self.shell(path, node, config),
-                (Dialect::Tackle, "disabledTools") => {
-                    if let Some(names) = self.strings(path, node) {
-                        config.disabled_tools.extend(names);
-                    }
-                }
-                // OpenCode's form of `disabledTools`; `true` undoes an earlier `false`.
-                (_, "tools") => {
-                    for (name, on) in self.booleans(path, node).unwrap_or_default() {
-                        config.disabled_tools.retain(|n| *n != name);
-                        if !on {
-                            config.disabled_tools.push(name);
-                        }
-                    }
-                }
-                (Dialect::Tackle, "models") => self.models(path, node, config),
-                (Dialect::Tackle, "overrides") => {
-                    if let Some(names) = self.strings(path, node) {
-                        config.overrides.extend(names);
-                    }
-                }
-                (Dialect::Tackle, "$schema") => {
-                    self.string(path, node);
-                }
-                (Dialect::Tackle, _) => self.unknown(&key_path("", path), entry, TOP_KEYS),
-                _ => {}
-            }
-        }
-    }
-
-    /// A `permission` value, appended to `config.permission`.
-    fn permission(&mut self, path: &str, node: &Node, config: &mut Config) {
-        if let Some(rules) = self.rules(path, node) {
-            config.permission = std::mem::take(&mut config.permission).merged(&rules);
-        }
-    }
-
-    /// A `permission` value read by the permission crate, its errors located in the file.
-    fn rules(&mut self, path: &str, node: &Node) -> Option<Ruleset> {
-        let context = ConfigContext::new(self.home).with_root(path);
-        match ruleset_from_config(&node.value.to_config_value(), &context) {
-            Ok(rules) => Some(rules),
-            Err(error) => {
-                let at = locate(node, path, error.path()).unwrap_or(node.pos);
-                let message = error.to_string();
-                let message = message
-                    .strip_prefix(&format!("{}: ", error.path()))
-                    .unwrap_or(&message)
-                    .to_owned();
-                self.problem(error.path(), Some(at), message);
-                None
-            }
-        }
-    }
-
-    fn agents(&mut self, path: &str, node: &Node, dialect: Dialect, config: &mut Config) {
-        const KEYS: &[&str] = &["description", "mode", "permission"];
-        let Some(entries) = self.object(path, node) else {
-            return;
-        };
-        for entry in entries {
-            let agent_path = key_path(path, &entry.key);
-            let Some(fields) = self.object(&agent_path, &entry.node) else {
-                continue;
-            };
-            let mut agent = AgentConfig::default();
-            for field in fields {
-                let field_path = key_path(&agent_path, &field.key);
-                match field.key.as_str() {
-                    "description" => agent.description = self.string(&field_path, &field.node),
-                    "mode" => agent.mode = self.mode(&field_path, &field.node),
-                    "permission" => {
-                        agent.rules = self.rules(&field_path, &field.node).unwrap_or_default();
-                    }
-                    _ if dialect == Dialect::OpenCode => {}
-                    _ => self.unknown(&field_path, field, KEYS),
-                }
-            }
-            match config
-                .agents
-                .iter_mut()
-                .find(|(name, _)| *name == entry.key)
-            {
-                Some((_, merged)) => {
-                    merged.description = agent.description.or(merged.description.take());
-                    merged.mode = agent.mode.or(merged.mode);
-                    merged.rules = std::mem::take(&mut merged.rules).merged(&agent.rules);
-                }
-                None => config.agents.push((entry.key.clone(), agent)),
-            }
-        }
-    }
-
-    fn mode(&mut self, path: &str, node: &Node) -> Option<AgentMode> {
-        match &node.value {
-            Value::String(s) if s == "primary" || s == "all" => Some(AgentMode::Primary),
-            Value::String(s) if s == "subagent" => Some(AgentMode::Subagent),
-            Value::String(s) if s == "hidden" => Some(AgentMode::Hidden),
-            _ => {
-                self.expected(path, node, r#""primary", "subagent", "hidden" or "all""#);
-                None
-            }
-        }
-    }
-
-    fn mcp(&mut self, path: &str, node: &Node, dialect: Dialect, config: &mut Config) {
-        let Some(entries) = self.object(path, node) else {
-            return;
-        };
-        for entry in entries {
-            let server_path = key_path(path, &entry.key);
-            let transport = match dialect {
-                Dialect::OpenCode => self.opencode_server(&server_path, &entry.node),
-                _ => self.server(&server_path, &entry.node),
-            };
-            config.mcp.retain(|server| server.name != entry.key);
-            if let Some(transport) = transport {
-                config.mcp.push(McpServer {
-                    name: entry.key.clone(),
-                    file: self.file.to_path_buf(),
-                    transport,
-                });
-            }
-        }
-    }
-
-    /// `{command, args?, env?}` or `{url, headers?}`.
-    fn server(&mut self, path: &str, node: &Node) -> Option<McpTransport> {
-        const KEYS: &[&str] = &["command", "args", "env", "url", "headers"];
-        let fields = self.object(path, node)?;
-        let get = |key: &str| fields.iter().find(|f| f.key == key);
-        for field in fields {
-            if !KEYS.contains(&field.key.as_str()) {
-                self.unknown(&key_path(path, &field.key), field, KEYS);
-            }
-        }
-        match (get("command"), get("url")) {
-            (Some(command), None) => {
-                for key in ["headers"] {
-                    if let Some(field) = get(key) {
-                        let message = "`headers` goes with `url`, not `command`";
-                        self.problem(&key_path(path, key), Some(field.key_pos), message);
-                    }
-                }
-                let command = self.string(&key_path(path, "command"), &command.node);
-                let args = match get("args") {
-                    Some(f) => self.strings(&key_path(path, "args"), &f.node),
-                    None => Some(Vec::new()),
-                };
-                let env = match get("env") {
-                    Some(f) => self.string_map(&key_path(path, "env"), &f.node),
-                    None => Some(Vec::new()),
-                };
-                Some(McpTransport::Stdio {
-                    command: command?,
-                    args: args?,
-                    env: env?,
-                })
-            }
-            (None, Some(url)) => {
-                for key in ["args", "env"] {
-                    if let Some(field) = get(key) {
-                        let message = format!("`{key}` goes with `command`, not `url`");
-                        self.problem(&key_path(path, key), Some(field.key_pos), message);
-                    }
-                }
-                let url = self.url(&key_path(path, "url"), &url.node);
-                let headers = match get("headers") {
-                    Some(f) => self.string_map(&key_path(path, "headers"), &f.node),
-                    None => Some(Vec::new()),
-                };
-                Some(McpTransport::Http {
-                    url: url?,
-                    headers: headers?,
-                })
-            }
-            (Some(_), Some(url)) => {
-                let message = "a server has either `command` or `url`, not both";
-                self.problem(path, Some(url.key_pos), message);
-                None
-            }
-            (None, None) => {
-                self.expected(path, node, "an object with `command` or `url`");
-                None
-            }
-        }
-    }
-
-    /// OpenCode's `{type: "local", command: [..], environment?}` or
-    /// `{type: "remote", url, headers?}`; `enabled: false` leaves the server out.
-    fn opencode_server(&mut self, path: &str, node: &Node) -> Option<McpTransport> {
-        let fields = self.object(path, node)?;
-        let get = |key: &str| fields.iter().find(|f| f.key == key);
-        if let Some(enabled) = get("enabled") {
-            match enabled.node.value {
-                Value::Bool(false) => return None,
-                Value::Bool(true) => {}
-                _ => self.expected(&key_path(path, "enabled"), &enabled.node, "a boolean"),
-            }
-        }
-        let kind = match get("type") {
-            Some(f) => self.string(&key_path(path, "type"), &f.node)?,
-            None => {
-                self.expected(path, node, r#"an object with `type` "local" or "remote""#);
-                return None;
-            }
-        };
-        match kind.as_str() {
-            "local" => {
-                let Some(command) = get("command") else {
-                    self.expected(path, node, "an object with `command`");
-                    return None;
-                };
-                let mut argv = self.strings(&key_path(path, "command"), &command.node)?;
-                if argv.is_empty() {
-                    self.expected(
-                        &key_path(path, "command"),
-                        &command.node,
-                        "a non-empty array",
-                    );
-                    return None;
-                }
-                let env = match get("environment") {
-                    Some(f) => self.string_map(&key_path(path, "environment"), &f.node)?,
-                    None => Vec::new(),
-                };
-                let command = argv.remove(0);
-                Some(McpTransport::Stdio {
-                    command,
-                    args: argv,
-                    env,
-                })
-            }
-            "remote" => {
-                let Some(url) = get("url") else {
-                    self.expected(path, node, "an object with `url`");
-                    return None;
-                };
-                let url = self.url(&key_path(path, "url"), &url.node)?;
-                let headers = match get("headers") {
-                    Some(f) => self.string_map(&key_path(path, "headers"), &f.node)?,
-                    None => Vec::new(),
-                };
-                Some(McpTransport::Http { url, headers })
-            }
-            _ => {
-                let node = &get("type")?.node;
-                self.expected(&key_path(path, "type"), node, r#""local" or "remote""#);
-                None
-            }
-        }
-    }
-
-    fn url(&mut self, path: &str, node: &Node) -> Option<String> {
-        match &node.value {
-            Value::String(s) if s.starts_with("http://") || s.starts_with("https://") => {
-                Some(s.clone())
-            }
-            _ => {
-                self.expected(path, node, "an http:// or https:// URL");
-                None
-            }
-        }
-    }
-
-    fn limits(&mut self, path: &str, node: &Node, config: &mut Config) {
-        const KEYS: &[&str] = &["maxLines", "maxBytes", "direction"];
-        let Some(fields) = self.object(path, node) else {
-            return;
-        };
-        for field in fields {
-            let field_path = key_path(path, &field.key);
-            let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-            match field.key.as_str() {
-                "maxLines" => {
-                    if let Some(n) = self.positive(&field_path, &field.node) {
-                        config.limits.max_lines = Some(size(n));
-                    }
-                }
-                "maxBytes" => {
-                    if let Some(n) = self.positive(&field_path, &field.node) {
-                        config.limits.max_bytes = Some(size(n));
-                    }
-                }
-                "direction" => {
-                    let direction = match &field.node.value {
-                        Value::String(s) if s == "head" => Some(Direction::Head),
-                        Value::String(s) if s == "tail" => Some(Direction::Tail),
-                        Value::String(s) if s == "head_tail" => Some(Direction::HeadTail),
-                        _ => {
-                            let expected = r#""head", "tail" or "head_tail""#;
-                            self.expected(&field_path, &field.node, expected);
-                            None
-                        }
-                    };
-                    if direction.is_some() {
-                        config.limits.direction = direction;
-                    }
-                }
-                _ => self.unknown(&field_path, field, KEYS),
-            }
-        }
-    }
-
-    fn shell(&mut self, path: &str, node: &Node, config: &mut Config) {
-        const KEYS: &[&str] = &["path", "defaultTimeoutMs", "maxTimeoutMs"];
-        let Some(fields) = self.object(path, node) else {
-            return;
-        };
-        for field in fields {
-            let field_path = key_path(path, &field.key);
-            match field.key.as_str() {
-                "path" => {
-                    if let Some(shell) = self.string(&field_path, &field.node) {
-                        let name = Path::new(&shell)
-                            .file_name()
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_default();
-                        if name == "fish" || name == "nu" {
-                            let message = format!("{name} cannot run POSIX command lines");
-                            self.problem(&field_path, Some(field.node.pos), message);
-                        } else {
-                            config.shell_path = Some(shell);
-                        }
-                    }
-                }
-                "defaultTimeoutMs" => {
-                    if let Some(ms) = self.positive(&field_path, &field.node) {
-                        config.default_timeout_ms = Some(ms);
-                    }
-                }
-                "maxTimeoutMs" => {
-                    if let Some(ms) = self.positive(&field_path, &field.node) {
-                        config.max_timeout_ms = Some(ms);
-                    }
-                }
-                _ => self.unknown(&field_path, field, KEYS),
-            }
-        }
-    }
-}
-
-/// The position of the value at `path` (as the permission crate writes it) inside `node`, which
-/// sits at `root`.
-fn locate(node: &Node, root: &str, path: &str) -> Option<Pos> {
-    let mut rest = path.strip_prefix(root)?;
-    let mut node = node;
-    while let Some(after) = rest.strip_prefix('.') {
-        let (key, remaining) = if after.starts_with('"') {
-            let end = quoted_end(after)?;
-            (
-                serde_json::from_str::<String>(&after[..end]).ok()?,
-                &after[end..],
-            )
-        } else {
-            let end = after.find('.').unwrap_or(after.len());
-            (after[..end].to_owned(), &after[end..])
-        };
-        let Value::Object(entries) = &node.value else {
-            return None;
-        };
-        node = &entries.iter().rev().find(|e| e.key == key)?.node;
-        rest = remaining;
-    }
-    Some(node.pos)
-}
-
-/// The byte length of the string literal that starts `text`, quotes included.
-fn quoted_end(text: &str) -> Option<usize> {
-    let mut escaped = false;
-    for (i, c) in text.char_indices().skip(1) {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' => escaped = true,
-            '"' => return Some(i + 1),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// `parent.key`, with the key quoted unless it is a plain word; just `key` at the top.
-fn key_path(parent: &str, key: &str) -> String {
-    let plain = !key.is_empty()
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'$');
-    let key = if plain { key.to_owned() } else { quote(key) };
-    if parent.is_empty() {
-        key
-    } else {
-        format!("{parent}.{key}")
-    }
-}
-
-fn quote(text: &str) -> String {
-    serde_json::Value::from(text).to_string()
 }
 
 #[cfg(test)]
@@ -1140,14 +711,18 @@ mod tests {
         );
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(config.output_limits().max_lines, 5);
-        assert_eq!(config.output_limits().direction, Direction::Head);
+        assert_eq!(
+            config.output_limits().direction,
+            tackle_core::Direction::Head
+        );
         assert_eq!(config.bash_options().max_timeout, Duration::from_secs(1));
         assert!(config.is_disabled("bash"));
         let (_, problems) = read(
             r#"{"limits": {"maxLines": 0, "direction": 1}}"#,
             Dialect::Tackle,
         );
-        assert_eq!(problems.len(), 2);
+        // A section stops at its first problem; the next section is still read.
+        assert_eq!(problems.len(), 1);
         assert!(problems[0].message.contains("positive integer"));
     }
 

@@ -234,6 +234,21 @@ impl HostBuilder {
         )?;
         let hooks = Hooks::new();
         let layers = policy::layers(gate.clone(), session_state, hooks.clone());
+        // The configuration's command hooks come first, before any plugin's.
+        let command_hooks = config
+            .hooks()
+            .iter()
+            .map(|hook| {
+                hooks.register(
+                    policy::command::CommandHookRunner::name(hook),
+                    policy::command::CommandHookRunner::new(
+                        hook.clone(),
+                        root.clone(),
+                        gate.clone(),
+                    ),
+                )
+            })
+            .collect();
 
         let mut plugins = Installed::new(sets.skills.clone());
         for plugin in self.plugins {
@@ -261,6 +276,7 @@ impl HostBuilder {
             env,
             layers,
             hooks,
+            _command_hooks: command_hooks,
             sets,
             plugins: Mutex::new(plugins),
             mcp: crate::mcp::Mcp::new(mcp_servers),
@@ -320,6 +336,8 @@ pub struct Host {
     env: ToolEnv,
     layers: Layers,
     hooks: Hooks,
+    /// Keeps the configuration's command hooks registered for the host's life.
+    _command_hooks: Vec<policy::HookGuard>,
     sets: ToolSets,
     plugins: Mutex<Installed>,
     mcp: crate::mcp::Mcp,

@@ -32,13 +32,10 @@
 
 mod agents;
 mod approvals;
-// The hand-written reader is being replaced by serde types with their own docs.
-#[allow(missing_docs)]
 pub mod config;
 mod error;
 mod host;
 mod mcp;
-pub mod names;
 mod nesting;
 mod plugin;
 pub mod policy;
@@ -50,3 +47,4 @@ pub use error::HostError;
 pub use host::{Host, HostBuilder, TurnSpec, default_data_dir, spool_dir};
 pub use plugin::{Plugin, PluginScope};
 pub use policy::{Hook, HookGuard, Hooks};
+pub use tackle_permission::names;

@@ -5,13 +5,15 @@
 //! 2. [`aliases`]: argument names from other tool sets (`file_path`) become the tool's own
 //!    (`filePath`).
 //! 3. [`doom`]: the third identical call in a row asks `doom_loop` before it runs.
-//! 4. [`hooks`]: the host's and plugins' before and after hooks.
+//! 4. [`hooks`]: the configuration's command hooks ([`command`]), then the host's and plugins'
+//!    before and after hooks, in registration order.
 //!
 //! The provider-dialect restore (OpenAI strict mode's `null` for absent fields) runs inside
 //! settlement, because the turn knows its dialect. Every change a layer makes is journaled as an
 //! adjustment of the call.
 
 pub(crate) mod aliases;
+pub(crate) mod command;
 pub(crate) mod doom;
 pub(crate) mod hooks;
 pub(crate) mod repair;

@@ -12,12 +12,12 @@ use tackle_builtins::{
     web_tools,
 };
 use tackle_core::{AnyTool, ToolDefinition};
+use tackle_permission::names::ToolName;
 use tackle_permission::{Ruleset, visible_filter};
 use tackle_registry::{BatchOptions, Location, Registration, ToolSet, batch_tool};
 
 use crate::config::{Config, Model};
 use crate::error::HostError;
-use crate::names;
 
 /// A turn filter: true for the tools a turn offers.
 pub(crate) type OfferFn = Arc<dyn Fn(&str, &ToolDefinition) -> bool + Send + Sync>;
@@ -74,7 +74,7 @@ impl ToolSets {
         let batchable: Vec<String> = builtins.iter().map(|(name, _)| name.clone()).collect();
         let closed_world = batchable
             .iter()
-            .filter(|name| !names::OPEN_WORLD_BUILTINS.contains(&name.as_str()))
+            .filter(|name| !ToolName::OPEN_WORLD.iter().any(|t| t == name.as_str()))
             .cloned()
             .collect();
         let register = |what: &str, set: ToolSet| {
@@ -86,13 +86,13 @@ impl ToolSets {
                 })
         };
         let builtins = register("the built-in tools", builtins.into_iter().collect())?;
-        let with_batch =
-            !config.is_disabled(names::BATCH) && !overridden.iter().any(|n| n == names::BATCH);
+        let with_batch = !config.is_disabled(ToolName::BATCH.as_str())
+            && !overridden.iter().any(|n| n == ToolName::BATCH.as_str());
         let batch = register(
             "batch",
             if with_batch {
                 ToolSet::new().with(
-                    names::BATCH,
+                    ToolName::BATCH.as_str(),
                     batch_tool(BatchOptions {
                         allowed: Some(batchable.clone()),
                     }),
@@ -105,7 +105,7 @@ impl ToolSets {
         // the configuration's `overrides` names it (the built-in was left out above).
         let mut taken = batchable;
         if with_batch {
-            taken.push(names::BATCH.to_owned());
+            taken.push(ToolName::BATCH.as_str().to_owned());
         }
         let custom = register(
             "the custom tools",
@@ -152,7 +152,7 @@ fn overridden(
 ) -> Vec<String> {
     let mut out = Vec::new();
     for name in &config.overrides {
-        let builtin = name == names::BATCH || builtins.iter().any(|(b, _)| b == name);
+        let builtin = name == ToolName::BATCH.as_str() || builtins.iter().any(|(b, _)| b == name);
         if config.is_disabled(name) {
             // Both the built-in and the custom tool are left out.
         } else if !catalog.tools.iter().any(|tool| tool.name == *name) {
@@ -188,7 +188,7 @@ fn builtin_tools(
     file_tools(env)
         .into_iter()
         .chain(search_tools(env))
-        .chain([(names::BASH, bash)])
+        .chain([(ToolName::BASH.as_str(), bash)])
         .chain(agent_tools(env, options.question.clone()))
         .chain(web_tools(env, tackle_builtins::WebSearchConfig::from_env()))
         // With no skills, `skill` has nothing to offer and is not advertised.

@@ -13,9 +13,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The permission a doom-loop request asks for.
-pub const DOOM_LOOP_PERMISSION: &str = "doom_loop";
-
 /// How many identical consecutive calls make a loop, unless configured otherwise.
 pub const DEFAULT_DOOM_LOOP_THRESHOLD: usize = 3;
 
@@ -33,7 +30,7 @@ pub struct DoomLoop {
 impl DoomLoop {
     /// The permission to request: `doom_loop`.
     pub fn permission(&self) -> &'static str {
-        DOOM_LOOP_PERMISSION
+        crate::names::Permission::DOOM_LOOP.as_str()
     }
 
     /// The resource to request it on: the tool name, so "always" covers that tool's loops.

@@ -21,6 +21,9 @@
 
 #![deny(missing_docs)]
 
+/// The catalog of tool and permission names (defined in core, re-exported where rules use it).
+pub use tackle_core::names;
+
 mod approval;
 mod config;
 mod doom;
@@ -38,10 +41,7 @@ pub use approval::{
 pub use config::{
     ConfigContext, ConfigError, ConfigValue, parse_permission_config, ruleset_from_config,
 };
-pub use doom::{
-    DEFAULT_DOOM_LOOP_THRESHOLD, DOOM_LOOP_PERMISSION, DoomLoop, Streak, canonical_json,
-    fingerprint,
-};
+pub use doom::{DEFAULT_DOOM_LOOP_THRESHOLD, DoomLoop, Streak, canonical_json, fingerprint};
 pub use paths::{
     ResolvedPath, TargetKind, external_directory_pattern, is_absolute_path, is_within,
     normalize_path, permission_resource, resolve_in_location,
@@ -51,5 +51,5 @@ pub use presets::{
     default_rules, derive_subagent_rules, preset, presets,
 };
 pub use rule::{Action, Decision, Rule, RuleSource, Ruleset};
-pub use visibility::{EDIT_TOOLS, is_hidden, subagent_offered, tool_permission, visible_filter};
+pub use visibility::{is_hidden, subagent_offered, tool_permission, visible_filter};
 pub use wildcard::Pattern;

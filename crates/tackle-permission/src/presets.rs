@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::names::Permission as P;
 use crate::paths::{TargetKind, external_directory_pattern};
 use crate::rule::{Action, Rule, RuleSource, Ruleset};
 
@@ -80,27 +81,52 @@ pub struct Agent {
 /// changing a file in the managed-output directory asks (`edit`: it is there to be read); the
 /// `question`, `plan_enter` and `plan_exit` tools are denied; fetching from loopback, private and
 /// link-local addresses asks (`webfetch_private`), as does trusting a project's custom tool
-/// manifest (`custom_tool_trust`); and reading `.env` files asks, while
+/// manifest (`custom_tool_trust`) or a project's command hook (`hook_trust`); and reading `.env` files asks, while
 /// `.env.example` stays readable.
 pub fn default_rules(ctx: &PresetContext) -> Ruleset {
     let source = RuleSource::Default;
     let mut rules = Ruleset::new();
     rules.push(Rule::new("*", "*", Action::Allow, source.clone()));
-    rules.push(Rule::new("doom_loop", "*", Action::Ask, source.clone()));
+    rules.push(Rule::new(
+        P::DOOM_LOOP.as_str(),
+        "*",
+        Action::Ask,
+        source.clone(),
+    ));
     // Fetching from private addresses and running a project's own tool manifests need a person.
-    for permission in ["webfetch_private", "custom_tool_trust"] {
-        rules.push(Rule::new(permission, "*", Action::Ask, source.clone()));
+    for permission in [P::WEBFETCH_PRIVATE, P::CUSTOM_TOOL_TRUST, P::HOOK_TRUST] {
+        rules.push(Rule::new(
+            permission.as_str(),
+            "*",
+            Action::Ask,
+            source.clone(),
+        ));
     }
     rules.extend(external_directory_rules(ctx, &source));
-    for permission in ["question", "plan_enter", "plan_exit"] {
-        rules.push(Rule::new(permission, "*", Action::Deny, source.clone()));
+    for permission in [P::QUESTION, P::PLAN_ENTER, P::PLAN_EXIT] {
+        rules.push(Rule::new(
+            permission.as_str(),
+            "*",
+            Action::Deny,
+            source.clone(),
+        ));
     }
-    rules.push(Rule::new("read", "*", Action::Allow, source.clone()));
+    rules.push(Rule::new(
+        P::READ.as_str(),
+        "*",
+        Action::Allow,
+        source.clone(),
+    ));
     rules.extend(env_file_rules(&source));
     // Managed outputs are for reading: changing one asks.
     if let Some(dir) = &ctx.managed_output_dir {
         let pattern = external_directory_pattern(dir, TargetKind::Directory);
-        rules.push(Rule::new("edit", &pattern, Action::Ask, source.clone()));
+        rules.push(Rule::new(
+            P::EDIT.as_str(),
+            &pattern,
+            Action::Ask,
+            source.clone(),
+        ));
     }
     rules
 }
@@ -108,14 +134,14 @@ pub fn default_rules(ctx: &PresetContext) -> Ruleset {
 /// `external_directory`: ask, except inside the whitelisted directories.
 fn external_directory_rules(ctx: &PresetContext, source: &RuleSource) -> Vec<Rule> {
     let mut rules = vec![Rule::new(
-        "external_directory",
+        P::EXTERNAL_DIRECTORY.as_str(),
         "*",
         Action::Ask,
         source.clone(),
     )];
     rules.extend(ctx.allowed_dirs().map(|dir| {
         Rule::new(
-            "external_directory",
+            P::EXTERNAL_DIRECTORY.as_str(),
             &external_directory_pattern(dir, TargetKind::Directory),
             Action::Allow,
             source.clone(),
@@ -128,9 +154,14 @@ fn external_directory_rules(ctx: &PresetContext, source: &RuleSource) -> Vec<Rul
 /// cover `src/.env` and absolute paths as well.
 fn env_file_rules(source: &RuleSource) -> [Rule; 3] {
     [
-        Rule::new("read", "*.env", Action::Ask, source.clone()),
-        Rule::new("read", "*.env.*", Action::Ask, source.clone()),
-        Rule::new("read", "*.env.example", Action::Allow, source.clone()),
+        Rule::new(P::READ.as_str(), "*.env", Action::Ask, source.clone()),
+        Rule::new(P::READ.as_str(), "*.env.*", Action::Ask, source.clone()),
+        Rule::new(
+            P::READ.as_str(),
+            "*.env.example",
+            Action::Allow,
+            source.clone(),
+        ),
     ]
 }
 
@@ -147,19 +178,19 @@ pub fn preset(name: &str, ctx: &PresetContext) -> Option<Agent> {
             "The default agent: reads, edits and runs commands as the project allows.",
             AgentMode::Primary,
             vec![
-                rule("question", "*", Action::Allow),
-                rule("plan_enter", "*", Action::Allow),
+                rule(P::QUESTION.as_str(), "*", Action::Allow),
+                rule(P::PLAN_ENTER.as_str(), "*", Action::Allow),
             ],
         ),
         "plan" => (
             "Plans without changing the project: edits are denied except plan files.",
             AgentMode::Primary,
             vec![
-                rule("question", "*", Action::Allow),
-                rule("plan_exit", "*", Action::Allow),
-                rule("task", "general", Action::Deny),
-                rule("edit", "*", Action::Deny),
-                rule("edit", ".opencode/plans/*.md", Action::Allow),
+                rule(P::QUESTION.as_str(), "*", Action::Allow),
+                rule(P::PLAN_EXIT.as_str(), "*", Action::Allow),
+                rule(P::TASK.as_str(), "general", Action::Deny),
+                rule(P::EDIT.as_str(), "*", Action::Deny),
+                rule(P::EDIT.as_str(), ".opencode/plans/*.md", Action::Allow),
             ]
             .into_iter()
             .chain(
@@ -169,8 +200,12 @@ pub fn preset(name: &str, ctx: &PresetContext) -> Option<Agent> {
                     .flat_map(|dir| {
                         let dir = dir.trim_end_matches('/');
                         [
-                            rule("external_directory", &format!("{dir}/*"), Action::Allow),
-                            rule("edit", &format!("{dir}/*.md"), Action::Allow),
+                            rule(
+                                P::EXTERNAL_DIRECTORY.as_str(),
+                                &format!("{dir}/*"),
+                                Action::Allow,
+                            ),
+                            rule(P::EDIT.as_str(), &format!("{dir}/*.md"), Action::Allow),
                         ]
                     }),
             )
@@ -179,20 +214,20 @@ pub fn preset(name: &str, ctx: &PresetContext) -> Option<Agent> {
         "general" => (
             "A general-purpose subagent for multi-step research and changes.",
             AgentMode::Subagent,
-            vec![rule("todowrite", "*", Action::Deny)],
+            vec![rule(P::TODOWRITE.as_str(), "*", Action::Deny)],
         ),
         "explore" => {
             let mut own = vec![rule("*", "*", Action::Deny)];
             for permission in [
-                "grep",
-                "glob",
-                "list",
-                "bash",
-                "webfetch",
-                "websearch",
-                "read",
+                P::GREP,
+                P::GLOB,
+                P::LIST,
+                P::BASH,
+                P::WEBFETCH,
+                P::WEBSEARCH,
+                P::READ,
             ] {
-                own.push(rule(permission, "*", Action::Allow));
+                own.push(rule(permission.as_str(), "*", Action::Allow));
             }
             // The blanket deny above would drop these defaults; restate them. `doom_loop` stays
             // denied: a read-only explorer stuck repeating a call is refused rather than asking.

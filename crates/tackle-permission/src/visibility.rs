@@ -8,16 +8,14 @@
 //! The host turns [`visible_filter`] into a registry turn filter, for example
 //! `move |name: &str, _: &ToolDefinition| visible(name)`; this crate knows no registry types.
 
+use crate::names::{Permission, ToolName};
 use crate::rule::{Action, Ruleset};
 
-/// The tools that share the `edit` permission.
-pub const EDIT_TOOLS: [&str; 4] = ["edit", "write", "multiedit", "apply_patch"];
-
-/// The permission a tool is gated by: the edit family maps to `edit`, every other tool to its
-/// own name.
+/// The permission a tool is gated by: the edit family maps to `edit`, every other tool (a
+/// custom or MCP tool too) to its own name.
 pub fn tool_permission(tool_name: &str) -> &str {
-    if EDIT_TOOLS.contains(&tool_name) {
-        "edit"
+    if ToolName::is_edit_family(tool_name) {
+        Permission::EDIT.as_str()
     } else {
         tool_name
     }
@@ -47,7 +45,7 @@ pub fn visible_filter(ruleset: Ruleset) -> impl Fn(&str) -> bool + Send + Sync +
 /// True when the `task` tool may offer subagent `agent_name`: the `task` permission for that
 /// name is not denied. Hosts use it to filter the subagent list in the task tool's description.
 pub fn subagent_offered(ruleset: &Ruleset, agent_name: &str) -> bool {
-    ruleset.evaluate("task", agent_name) != Action::Deny
+    ruleset.evaluate(Permission::TASK.as_str(), agent_name) != Action::Deny
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ pub const MAX_BATCH_CALLS: usize = 25;
 
 /// The name under which a batch tool is expected to be registered. A call of this name from
 /// inside a batch is always refused, as is a call of any batch tool under any name.
-const BATCH_NAME: &str = "batch";
+const BATCH_NAME: &str = tackle_core::names::ToolName::BATCH.as_str();
 
 const DESCRIPTION: &str = "\
 Runs several independent tool calls in one step and returns every result.

@@ -58,7 +58,7 @@ use crate::gate::Ask;
 mod tests;
 
 /// The permission asked before the first use of a project manifest.
-pub const TRUST_PERMISSION: &str = "custom_tool_trust";
+pub const TRUST_PERMISSION: &str = tackle_core::names::Permission::CUSTOM_TOOL_TRUST.as_str();
 
 /// The timeout when a manifest gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

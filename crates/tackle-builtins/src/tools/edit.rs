@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tackle_core::names::Permission;
 use tackle_core::{AnyTool, Context, Tool, ToolFailure, thousands};
 use tackle_edit::diff::{LineDiff, Splice, compose};
 use tackle_edit::replace::{EditError, Strategy, replace};
@@ -285,7 +286,7 @@ async fn apply(
     env.gate
         .ask(
             cx,
-            Ask::new("edit", [name.clone()])
+            Ask::new(Permission::EDIT.as_str(), [name.clone()])
                 .with_metadata(json!({ "filepath": name, "diff": change.diff })),
         )
         .await?;

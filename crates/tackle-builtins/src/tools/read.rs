@@ -3,6 +3,7 @@
 use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tackle_core::names::Permission;
 use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 
 use super::instructions::nearest_unseen;
@@ -94,7 +95,9 @@ async fn read(env: &ToolEnv, cx: &Context, input: ReadInput) -> Result<ReadOutpu
     let target = env.resolve(cx, &input.file_path).await?;
     let name = target.display_name();
     // Asked before the existence check, so a denied read cannot probe for files.
-    env.gate.ask(cx, Ask::new("read", [name.clone()])).await?;
+    env.gate
+        .ask(cx, Ask::new(Permission::READ.as_str(), [name.clone()]))
+        .await?;
     if !target.exists {
         return Err(missing_with_suggestions(
             &target,

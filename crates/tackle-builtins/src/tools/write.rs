@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tackle_core::names::Permission;
 use tackle_core::{AnyTool, Context, Tool, ToolFailure};
 use tackle_edit::diff::LineDiff;
 
@@ -97,7 +98,7 @@ async fn write(env: &ToolEnv, cx: &Context, input: WriteInput) -> Result<WriteOu
     env.gate
         .ask(
             cx,
-            Ask::new("edit", [name.clone()])
+            Ask::new(Permission::EDIT.as_str(), [name.clone()])
                 .with_metadata(json!({ "filepath": name, "diff": change.diff })),
         )
         .await?;

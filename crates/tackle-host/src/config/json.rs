@@ -1,8 +1,6 @@
 //! A JSON reader that accepts `//` and `/* */` comments and trailing commas, and keeps the line
 //! and column of every value and key, so configuration errors can say where they are.
 
-use tackle_permission::ConfigValue;
-
 /// A position in the text, both counted from 1. Columns count characters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pos {
@@ -55,25 +53,6 @@ impl Value {
             Value::String(_) => "a string",
             Value::Array(_) => "an array",
             Value::Object(_) => "an object",
-        }
-    }
-
-    /// The same value without positions, for the permission crate.
-    pub(crate) fn to_config_value(&self) -> ConfigValue {
-        match self {
-            Value::Null => ConfigValue::Null,
-            Value::Bool(b) => ConfigValue::Bool(*b),
-            Value::Number(n) => ConfigValue::Number(n.clone()),
-            Value::String(s) => ConfigValue::String(s.clone()),
-            Value::Array(items) => {
-                ConfigValue::Array(items.iter().map(|n| n.value.to_config_value()).collect())
-            }
-            Value::Object(entries) => ConfigValue::Object(
-                entries
-                    .iter()
-                    .map(|e| (e.key.clone(), e.node.value.to_config_value()))
-                    .collect(),
-            ),
         }
     }
 }

@@ -6,11 +6,12 @@
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
+use tackle_core::names::ToolName;
 use tackle_core::{Context, ToolFailure};
 use tackle_registry::{CallDraft, Layer, Turn};
 
 /// Aliases that are not a snake_case spelling of the canonical name: (tool, alias, canonical).
-const NAMED_ALIASES: &[(&str, &str, &str)] = &[("task", "session_id", "task_id")];
+const NAMED_ALIASES: &[(ToolName, &str, &str)] = &[(ToolName::TASK, "session_id", "task_id")];
 
 /// Renames aliased arguments to the tool's own names.
 pub(crate) struct ArgumentAliases;

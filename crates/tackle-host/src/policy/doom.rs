@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tackle_builtins::{Ask, Gate};
 use tackle_core::{Context, SessionState, ToolFailure};
-use tackle_permission::{DEFAULT_DOOM_LOOP_THRESHOLD, DOOM_LOOP_PERMISSION, DoomLoop, Streak};
+use tackle_permission::{DEFAULT_DOOM_LOOP_THRESHOLD, DoomLoop, Streak};
 use tackle_registry::{CallDraft, Layer, Turn};
 
 /// Where a session's streak is kept.
@@ -73,7 +73,7 @@ impl Layer for DoomLoopCheck {
                 return Ok(());
             };
             let repeats = found.repeats;
-            let ask = Ask::new(DOOM_LOOP_PERMISSION, [found.pattern()])
+            let ask = Ask::new(found.permission(), [found.pattern()])
                 .with_always([found.pattern()])
                 .with_metadata(serde_json::json!({
                     "tool": name,

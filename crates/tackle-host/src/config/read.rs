@@ -1,0 +1,652 @@
+//! Reading one configuration file into the merged [`Config`]: the JSONC tree is parsed once,
+//! keeping every position; each top-level key, and each entry of the keyed sections, is
+//! deserialized into its serde type on its own, so one bad entry is reported without hiding the
+//! next; every problem names the file, the key path, the line and the column.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use tackle_core::Direction;
+use tackle_permission::{AgentMode, ConfigContext, Ruleset, ruleset_from_config};
+
+use super::file::{
+    AgentModeName, AgentSection, DirectionName, FormatterSetting, HooksSection, LimitsSection,
+    LspSection, McpSection, ModelSection, NonEmpty, OpenCodeAgent, OpenCodeMcp, OrderedBools,
+    PermissionValue, ShellSection, Strings, TACKLE_KEYS,
+};
+use super::json::{self, Entry, Node, Pos, Value};
+use super::{AgentConfig, Config, Dialect, McpServer, McpTransport, ModelTools, Problem};
+
+/// Reads one file into the configuration, recording problems.
+pub(super) struct Reader<'a> {
+    pub(super) file: &'a Path,
+    pub(super) home: Option<&'a str>,
+    pub(super) problems: &'a mut Vec<Problem>,
+}
+
+impl Reader<'_> {
+    fn problem(&mut self, path: &str, pos: Option<Pos>, message: impl Into<String>) {
+        self.problems.push(Problem {
+            file: self.file.to_path_buf(),
+            path: path.to_owned(),
+            pos,
+            message: message.into(),
+        });
+    }
+
+    /// The entries of an object (duplicate keys reported), or a problem.
+    fn object<'n>(&mut self, path: &str, node: &'n Node) -> Option<&'n [Entry]> {
+        let Value::Object(entries) = &node.value else {
+            self.problem(
+                path,
+                Some(node.pos),
+                format!("expected an object, got {}", got(node)),
+            );
+            return None;
+        };
+        let mut seen = std::collections::HashSet::new();
+        for entry in entries {
+            if !seen.insert(entry.key.as_str()) {
+                let at = key_path(path, &entry.key);
+                self.problem(&at, Some(entry.key_pos), "the key appears more than once");
+            }
+        }
+        Some(entries)
+    }
+
+    /// Deserializes `node` (at `path`) into `T`, or records where and why it does not fit.
+    fn decode<T: DeserializeOwned>(&mut self, path: &str, node: &Node) -> Option<T> {
+        match serde_path_to_error::deserialize::<_, T>(node) {
+            Ok(value) => Some(value),
+            Err(error) => {
+                let mut at = path.to_owned();
+                for segment in error.path() {
+                    match segment {
+                        serde_path_to_error::Segment::Seq { index } => {
+                            at.push_str(&format!("[{index}]"));
+                        }
+                        serde_path_to_error::Segment::Map { key } => at = key_path(&at, key),
+                        _ => {}
+                    }
+                }
+                let raw = error.into_inner().to_string();
+                let (message, unknown) = describe(&raw);
+                if let Some(key) = &unknown
+                    && !at.ends_with(&key_path("", key))
+                {
+                    at = key_path(&at, key);
+                }
+                let pos = locate_path(node, path, &at, unknown.is_some()).or(Some(node.pos));
+                self.problem(&at, pos, message);
+                None
+            }
+        }
+    }
+
+    pub(super) fn read(&mut self, text: &str, dialect: Dialect, config: &mut Config) {
+        let root = match json::parse(text) {
+            Ok(root) => root,
+            Err(error) => {
+                self.problem(
+                    "",
+                    Some(error.pos),
+                    format!("not valid JSON: {}", error.message),
+                );
+                return;
+            }
+        };
+        let dialect = match (dialect, &root.value) {
+            (Dialect::Flag, Value::String(_)) => {
+                return self.permission("permission", &root, config);
+            }
+            (Dialect::Flag, Value::Object(entries))
+                if !entries
+                    .iter()
+                    .any(|e| TACKLE_KEYS.contains(&e.key.as_str())) =>
+            {
+                return self.permission("permission", &root, config);
+            }
+            (Dialect::Flag, _) => Dialect::Tackle,
+            (other, _) => other,
+        };
+        let Some(entries) = self.object("", &root) else {
+            return;
+        };
+        for entry in entries {
+            let path = entry.key.as_str();
+            let node = &entry.node;
+            let tackle = dialect == Dialect::Tackle;
+            match path {
+                "permission" => self.permission(path, node, config),
+                "agents" if tackle => self.agents(path, node, dialect, config),
+                "agent" if !tackle => self.agents(path, node, dialect, config),
+                "mcp" => self.mcp(path, node, dialect, config),
+                "tools" => self.tools(path, node, config),
+                "lsp" => self.lsp(path, node, dialect, config),
+                "formatter" => {
+                    if let Some(setting) = self.decode::<FormatterSetting>(path, node) {
+                        config.merge_formatter(setting);
+                    }
+                }
+                _ if !tackle => {}
+                "limits" => self.limits(path, node, config),
+                "shell" => self.shell(path, node, config),
+                "disabledTools" => {
+                    if let Some(names) = self.decode::<Strings>(path, node) {
+                        config.disabled_tools.extend(names.0);
+                    }
+                }
+                "models" => self.models(path, node, config),
+                "overrides" => {
+                    if let Some(names) = self.decode::<Strings>(path, node) {
+                        config.overrides.extend(names.0);
+                    }
+                }
+                "hooks" => {
+                    if let Some(hooks) = self.decode::<HooksSection>(path, node) {
+                        config.add_hooks(hooks, self.file);
+                    }
+                }
+                "$schema" => {
+                    self.decode::<NonEmpty>(path, node);
+                }
+                _ => self.problem(
+                    &key_path("", path),
+                    Some(entry.key_pos),
+                    format!("unknown key; expected one of: {}", TACKLE_KEYS.join(", ")),
+                ),
+            }
+        }
+    }
+
+    /// A `permission` value, appended to `config.permission`.
+    fn permission(&mut self, path: &str, node: &Node, config: &mut Config) {
+        if let Some(rules) = self.rules(path, node) {
+            config.permission = std::mem::take(&mut config.permission).merged(&rules);
+        }
+    }
+
+    /// A `permission` value read by the permission crate, its errors located in the file.
+    fn rules(&mut self, path: &str, node: &Node) -> Option<Ruleset> {
+        let value = self.decode::<PermissionValue>(path, node)?;
+        let context = ConfigContext::new(self.home).with_root(path);
+        match ruleset_from_config(&value.0, &context) {
+            Ok(rules) => Some(rules),
+            Err(error) => {
+                let at = locate_path(node, path, error.path(), false).unwrap_or(node.pos);
+                let message = error.to_string();
+                let message = message
+                    .strip_prefix(&format!("{}: ", error.path()))
+                    .unwrap_or(&message)
+                    .to_owned();
+                self.problem(error.path(), Some(at), message);
+                None
+            }
+        }
+    }
+
+    fn agents(&mut self, path: &str, node: &Node, dialect: Dialect, config: &mut Config) {
+        let Some(entries) = self.object(path, node) else {
+            return;
+        };
+        for entry in entries {
+            let agent_path = key_path(path, &entry.key);
+            let (description, mode, permission) = if dialect == Dialect::OpenCode {
+                let Some(agent) = self.decode::<OpenCodeAgent>(&agent_path, &entry.node) else {
+                    continue;
+                };
+                (agent.description, agent.mode, agent.permission)
+            } else {
+                let Some(agent) = self.decode::<AgentSection>(&agent_path, &entry.node) else {
+                    continue;
+                };
+                (agent.description, agent.mode, agent.permission)
+            };
+            let rules = match (&permission, entry_field(&entry.node, "permission")) {
+                (Some(_), Some(node)) => {
+                    let rules_path = key_path(&agent_path, "permission");
+                    self.rules(&rules_path, node).unwrap_or_default()
+                }
+                _ => Ruleset::new(),
+            };
+            let agent = AgentConfig {
+                description: description.map(|d| d.0),
+                mode: mode.map(|mode| match mode {
+                    AgentModeName::Primary | AgentModeName::All => AgentMode::Primary,
+                    AgentModeName::Subagent => AgentMode::Subagent,
+                    AgentModeName::Hidden => AgentMode::Hidden,
+                }),
+                rules,
+            };
+            config.merge_agent(&entry.key, agent);
+        }
+    }
+
+    fn mcp(&mut self, path: &str, node: &Node, dialect: Dialect, config: &mut Config) {
+        let Some(entries) = self.object(path, node) else {
+            return;
+        };
+        for entry in entries {
+            let server_path = key_path(path, &entry.key);
+            let transport = match dialect {
+                Dialect::OpenCode => self.opencode_server(&server_path, &entry.node),
+                _ => self.server(&server_path, &entry.node),
+            };
+            config.mcp.retain(|server| server.name != entry.key);
+            if let Some(transport) = transport {
+                config.mcp.push(McpServer {
+                    name: entry.key.clone(),
+                    file: self.file.to_path_buf(),
+                    transport,
+                });
+            }
+        }
+    }
+
+    /// `{command, args?, env?}` or `{url, headers?}`.
+    fn server(&mut self, path: &str, node: &Node) -> Option<McpTransport> {
+        let server = self.decode::<McpSection>(path, node)?;
+        let key_pos = |key: &str| entry_key_pos(node, key);
+        match (server.command, server.url) {
+            (Some(command), None) => {
+                if server.headers.is_some() {
+                    let message = "`headers` goes with `url`, not `command`";
+                    self.problem(&key_path(path, "headers"), key_pos("headers"), message);
+                    return None;
+                }
+                Some(McpTransport::Stdio {
+                    command: command.0,
+                    args: server.args.unwrap_or_default().0,
+                    env: server.env.unwrap_or_default().into_iter().collect(),
+                })
+            }
+            (None, Some(url)) => {
+                for key in ["args", "env"] {
+                    if entry_field(node, key).is_some() {
+                        let message = format!("`{key}` goes with `command`, not `url`");
+                        self.problem(&key_path(path, key), key_pos(key), message);
+                        return None;
+                    }
+                }
+                let url = self.url(&key_path(path, "url"), node, url.0)?;
+                Some(McpTransport::Http {
+                    url,
+                    headers: server.headers.unwrap_or_default().into_iter().collect(),
+                })
+            }
+            (Some(_), Some(_)) => {
+                let message = "a server has either `command` or `url`, not both";
+                self.problem(path, key_pos("url"), message);
+                None
+            }
+            (None, None) => {
+                self.problem(
+                    path,
+                    Some(node.pos),
+                    "expected an object with `command` or `url`",
+                );
+                None
+            }
+        }
+    }
+
+    /// OpenCode's `{type: "local", command: [..], environment?}` or
+    /// `{type: "remote", url, headers?}`; `enabled: false` leaves the server out.
+    fn opencode_server(&mut self, path: &str, node: &Node) -> Option<McpTransport> {
+        let server = self.decode::<OpenCodeMcp>(path, node)?;
+        if server.enabled == Some(false) {
+            return None;
+        }
+        let Some(kind) = server.kind else {
+            self.problem(
+                path,
+                Some(node.pos),
+                r#"expected an object with `type` "local" or "remote""#,
+            );
+            return None;
+        };
+        match kind.0.as_str() {
+            "local" => {
+                let Some(mut argv) = server.command.map(|c| c.0) else {
+                    self.problem(path, Some(node.pos), "expected an object with `command`");
+                    return None;
+                };
+                if argv.is_empty() {
+                    let at = key_path(path, "command");
+                    let pos = entry_field(node, "command").map(|n| n.pos);
+                    self.problem(&at, pos, "expected a non-empty array");
+                    return None;
+                }
+                let command = argv.remove(0);
+                Some(McpTransport::Stdio {
+                    command,
+                    args: argv,
+                    env: server.environment.unwrap_or_default().into_iter().collect(),
+                })
+            }
+            "remote" => {
+                let Some(url) = server.url else {
+                    self.problem(path, Some(node.pos), "expected an object with `url`");
+                    return None;
+                };
+                let url = self.url(&key_path(path, "url"), node, url.0)?;
+                Some(McpTransport::Http {
+                    url,
+                    headers: server.headers.unwrap_or_default().into_iter().collect(),
+                })
+            }
+            other => {
+                let at = key_path(path, "type");
+                let pos = entry_field(node, "type").map(|n| n.pos);
+                self.problem(
+                    &at,
+                    pos,
+                    format!(r#"expected "local" or "remote", got the string "{other}""#),
+                );
+                None
+            }
+        }
+    }
+
+    fn url(&mut self, path: &str, server: &Node, url: String) -> Option<String> {
+        if url.starts_with("http://") || url.starts_with("https://") {
+            return Some(url);
+        }
+        let pos = entry_field(server, "url").map(|n| n.pos);
+        self.problem(
+            path,
+            pos,
+            format!(
+                "expected an http:// or https:// URL, got the string {}",
+                quote(&url)
+            ),
+        );
+        None
+    }
+
+    /// OpenCode's `tools` map; `true` undoes an earlier `false`.
+    fn tools(&mut self, path: &str, node: &Node, config: &mut Config) {
+        let Some(choices) = self.decode::<OrderedBools>(path, node) else {
+            return;
+        };
+        for (name, on) in choices.0 {
+            config.disabled_tools.retain(|n| *n != name);
+            if !on {
+                config.disabled_tools.push(name);
+            }
+        }
+    }
+
+    fn models(&mut self, path: &str, node: &Node, config: &mut Config) {
+        let Some(entries) = self.object(path, node) else {
+            return;
+        };
+        for entry in entries {
+            let model_path = key_path(path, &entry.key);
+            if entry.key != "*" && !entry.key.contains('/') {
+                let message = "expected a model glob of the form PROVIDER/MODEL, such as \
+                               `openai/gpt-5*`, or `*` for every model";
+                self.problem(&model_path, Some(entry.key_pos), message);
+                continue;
+            }
+            let Some(section) = self.decode::<ModelSection>(&model_path, &entry.node) else {
+                continue;
+            };
+            config.models.push(ModelTools {
+                model: entry.key.clone(),
+                tools: section.tools.unwrap_or_default().0,
+                file: self.file.to_path_buf(),
+            });
+        }
+    }
+
+    fn lsp(&mut self, path: &str, node: &Node, dialect: Dialect, config: &mut Config) {
+        let Some(entries) = self.object(path, node) else {
+            return;
+        };
+        for entry in entries {
+            let server_path = key_path(path, &entry.key);
+            if dialect == Dialect::Tackle
+                && let Value::Object(fields) = &entry.node.value
+            {
+                const KEYS: &[&str] =
+                    &["command", "extensions", "env", "initialization", "disabled"];
+                if let Some(field) = fields.iter().find(|f| !KEYS.contains(&f.key.as_str())) {
+                    self.problem(
+                        &key_path(&server_path, &field.key),
+                        Some(field.key_pos),
+                        format!("unknown key; expected one of: {}", KEYS.join(", ")),
+                    );
+                    continue;
+                }
+            }
+            if let Some(section) = self.decode::<LspSection>(&server_path, &entry.node) {
+                config.lsp.retain(|(name, _)| *name != entry.key);
+                config.lsp.push((entry.key.clone(), section));
+            }
+        }
+    }
+
+    fn limits(&mut self, path: &str, node: &Node, config: &mut Config) {
+        let Some(limits) = self.decode::<LimitsSection>(path, node) else {
+            return;
+        };
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        if let Some(n) = limits.max_lines {
+            config.limits.max_lines = Some(size(n.0));
+        }
+        if let Some(n) = limits.max_bytes {
+            config.limits.max_bytes = Some(size(n.0));
+        }
+        if let Some(direction) = limits.direction {
+            config.limits.direction = Some(match direction {
+                DirectionName::Head => Direction::Head,
+                DirectionName::Tail => Direction::Tail,
+                DirectionName::HeadTail => Direction::HeadTail,
+            });
+        }
+    }
+
+    fn shell(&mut self, path: &str, node: &Node, config: &mut Config) {
+        let Some(shell) = self.decode::<ShellSection>(path, node) else {
+            return;
+        };
+        if let Some(shell_path) = shell.path {
+            let name = Path::new(&shell_path.0)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name == "fish" || name == "nu" {
+                let pos = entry_field(node, "path").map(|n| n.pos);
+                let message = format!("{name} cannot run POSIX command lines");
+                self.problem(&key_path(path, "path"), pos, message);
+            } else {
+                config.shell_path = Some(shell_path.0);
+            }
+        }
+        if let Some(ms) = shell.default_timeout_ms {
+            config.default_timeout_ms = Some(ms.0);
+        }
+        if let Some(ms) = shell.max_timeout_ms {
+            config.max_timeout_ms = Some(ms.0);
+        }
+    }
+}
+
+/// A serde error message in the file's terms, and the unknown key it names, if any.
+fn describe(raw: &str) -> (String, Option<String>) {
+    let names = |list: &str| -> Vec<String> {
+        list.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    if let Some(rest) = raw.strip_prefix("unknown field `") {
+        let (key, after) = rest.split_once('`').unwrap_or((rest, ""));
+        let expected = names(after);
+        let message = if expected.is_empty() {
+            "unknown key".to_owned()
+        } else {
+            format!("unknown key; expected one of: {}", expected.join(", "))
+        };
+        return (message, Some(key.to_owned()));
+    }
+    if let Some(rest) = raw.strip_prefix("unknown variant `") {
+        let (got, after) = rest.split_once('`').unwrap_or((rest, ""));
+        let expected: Vec<String> = names(after).iter().map(|n| format!("\"{n}\"")).collect();
+        let list = match expected.as_slice() {
+            [] => String::new(),
+            [one] => one.clone(),
+            [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+        };
+        return (format!("expected {list}, got the string \"{got}\""), None);
+    }
+    if let Some(key) = raw
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    {
+        return (format!("expected an object with `{key}`"), None);
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = raw.strip_prefix(prefix)
+            && let Some((got, expected)) = rest.split_once(", expected ")
+        {
+            return (
+                format!("expected {expected}, got {}", got_phrase(got)),
+                None,
+            );
+        }
+    }
+    if raw.starts_with("data did not match any variant") {
+        return ("does not have a form this key accepts".to_owned(), None);
+    }
+    (raw.to_owned(), None)
+}
+
+/// serde's description of a value, as the messages name it.
+fn got_phrase(got: &str) -> String {
+    let literal = |s: &str| s.trim_matches('`').to_owned();
+    if let Some(s) = got.strip_prefix("string ") {
+        format!("the string {s}")
+    } else if let Some(n) = got
+        .strip_prefix("integer ")
+        .or_else(|| got.strip_prefix("floating point "))
+    {
+        format!("the number {}", literal(n))
+    } else if let Some(b) = got.strip_prefix("boolean ") {
+        literal(b)
+    } else {
+        match got {
+            "map" => "an object".to_owned(),
+            "sequence" => "an array".to_owned(),
+            "unit value" | "null" => "null".to_owned(),
+            other => other.to_owned(),
+        }
+    }
+}
+
+/// How an error names the value at `node`.
+fn got(node: &Node) -> String {
+    match &node.value {
+        Value::String(s) => format!("the string {}", quote(s)),
+        Value::Number(n) => format!("the number {n}"),
+        other => other.kind().to_owned(),
+    }
+}
+
+/// The object field `key` of `node`, if `node` is an object that has it.
+fn entry_field<'n>(node: &'n Node, key: &str) -> Option<&'n Node> {
+    match &node.value {
+        Value::Object(entries) => entries.iter().rev().find(|e| e.key == key).map(|e| &e.node),
+        _ => None,
+    }
+}
+
+fn entry_key_pos(node: &Node, key: &str) -> Option<Pos> {
+    match &node.value {
+        Value::Object(entries) => entries
+            .iter()
+            .rev()
+            .find(|e| e.key == key)
+            .map(|e| e.key_pos),
+        _ => None,
+    }
+}
+
+/// The position of what `path` names inside `node` (which sits at `root`): a value, or with
+/// `key` the key of the last segment. Paths are as [`key_path`] writes them.
+fn locate_path(node: &Node, root: &str, path: &str, key: bool) -> Option<Pos> {
+    let mut rest = path.strip_prefix(root)?;
+    let mut node = node;
+    let mut key_pos = None;
+    loop {
+        if let Some(after) = rest.strip_prefix('.') {
+            let (name, remaining) = if after.starts_with('"') {
+                let end = quoted_end(after)?;
+                (
+                    serde_json::from_str::<String>(&after[..end]).ok()?,
+                    &after[end..],
+                )
+            } else {
+                let end = after.find(['.', '[']).unwrap_or(after.len());
+                (after[..end].to_owned(), &after[end..])
+            };
+            let Value::Object(entries) = &node.value else {
+                return None;
+            };
+            let entry = entries.iter().rev().find(|e| e.key == name)?;
+            key_pos = Some(entry.key_pos);
+            node = &entry.node;
+            rest = remaining;
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let (index, remaining) = after.split_once(']')?;
+            let Value::Array(items) = &node.value else {
+                return None;
+            };
+            node = items.get(index.parse::<usize>().ok()?)?;
+            key_pos = None;
+            rest = remaining;
+        } else if rest.is_empty() {
+            return Some(if key {
+                key_pos.unwrap_or(node.pos)
+            } else {
+                node.pos
+            });
+        } else {
+            return None;
+        }
+    }
+}
+
+/// The byte length of the string literal that starts `text`, quotes included.
+fn quoted_end(text: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (i, c) in text.char_indices().skip(1) {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some(i + 1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `parent.key`, with the key quoted unless it is a plain word; just `key` at the top.
+pub(super) fn key_path(parent: &str, key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'$');
+    let key = if plain { key.to_owned() } else { quote(key) };
+    if parent.is_empty() {
+        key
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+fn quote(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
