@@ -396,3 +396,64 @@ fn citation_parser_reads_ids_and_only_spec_comments() {
         BTreeSet::from(["LAW-X".to_owned()])
     );
 }
+
+/// The dependency tree of `tackle-builtins` with only `features` on, as `cargo tree` prints it.
+fn builtins_tree(features: &str) -> String {
+    let output = std::process::Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "tackle-builtins",
+            "--no-default-features",
+            "--features",
+            features,
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn each_builtin_feature_compiles_only_its_own_stacks() {
+    let crates = |tree: &str, names: &[&str]| -> Vec<String> {
+        names
+            .iter()
+            .filter(|name| {
+                tree.lines()
+                    .any(|line| line.starts_with(&format!("{name} v")))
+            })
+            .map(|name| (*name).to_owned())
+            .collect()
+    };
+    let web = ["reqwest", "rustls", "htmd", "markup5ever_rcdom"];
+    let shell = ["tree-sitter", "tree-sitter-bash"];
+    // globset comes with `ignore`, which every walker uses; ripgrep's searcher does not.
+    let search = ["grep"];
+    for (features, absent) in [
+        ("fs", [&web[..], &shell, &search].concat()),
+        ("search", [&web[..], &shell].concat()),
+        ("shell", [&web[..], &search].concat()),
+        ("agent", [&web[..], &shell, &search].concat()),
+    ] {
+        let tree = builtins_tree(features);
+        assert_none(
+            &format!("crates compiled with only the `{features}` feature"),
+            &crates(&tree, &absent),
+        );
+    }
+    // The check can see them: the full set has every stack.
+    let all = builtins_tree("fs,search,shell,web,agent");
+    assert_eq!(crates(&all, &web).len(), web.len(), "{all}");
+    assert_eq!(crates(&all, &shell).len(), shell.len());
+}

@@ -16,6 +16,12 @@
 //! A session's read tracking lives here too: a write to an existing file is refused unless the
 //! session has read the file and it has not changed since, compared by content hash rather than
 //! by timestamp, so there are no false alarms.
+//!
+//! The tools are split by cargo feature along their dependencies, all on by default: `fs`
+//! (read, write, edit, multiedit, apply_patch, list), `search` (grep, glob: ripgrep's crates),
+//! `shell` (bash and custom command tools: tree-sitter), `web` (webfetch, websearch: the HTTP
+//! client, TLS, the HTML converter) and `agent` (todo, task, question, skill). A host that
+//! offers only the file tools compiles none of the network or parser stacks.
 
 #![deny(missing_docs)]
 
@@ -26,10 +32,21 @@ pub mod tools;
 
 pub use fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved, StaleRead, WriteReport};
 pub use gate::{Ask, Gate};
+#[cfg(feature = "fs")]
+pub use tools::file_tools;
+#[cfg(feature = "search")]
+pub use tools::search_tools;
+#[cfg(feature = "agent")]
 pub use tools::{
-    Answer, AskFuture, CustomCatalog, CustomManifest, CustomWarning, FileToolOptions, Question,
-    QuestionAsker, QuestionOption, RunFuture, SkillCatalog, SubagentReport, SubagentRequest,
-    SubagentRunner, SubagentStatus, ToolEnv, TrustMode, WebSearchConfig, agent_tools, custom_tools,
-    discover_custom_tools, discover_skills, file_tools, search_tools, shell_tools, skill_tools,
-    task_tools, web_tools,
+    Answer, AskFuture, Question, QuestionAsker, QuestionOption, RunFuture, SkillCatalog,
+    SubagentReport, SubagentRequest, SubagentRunner, SubagentStatus, agent_tools, discover_skills,
+    skill_tools, task_tools,
 };
+#[cfg(feature = "shell")]
+pub use tools::{
+    CustomCatalog, CustomManifest, CustomWarning, TrustMode, custom_tools, discover_custom_tools,
+    shell_tools,
+};
+pub use tools::{FileToolOptions, ToolEnv};
+#[cfg(feature = "web")]
+pub use tools::{WebSearchConfig, web_tools};

@@ -15,63 +15,114 @@
 //! 5. Ask the tool's permission with the diff as metadata.
 //! 6. Commit with compare-and-swap, then record the new content as read by the session.
 
+// Shared helpers serve several features; a build with only some of them leaves some unused.
+#![cfg_attr(
+    not(all(
+        feature = "fs",
+        feature = "search",
+        feature = "shell",
+        feature = "web",
+        feature = "agent"
+    )),
+    allow(unused_imports)
+)]
+
 use std::fmt;
 use std::sync::Arc;
 
 use tackle_core::names::{Permission, ToolName};
 use tackle_core::{AnyTool, Context, SessionState, ToolFailure};
+#[cfg(feature = "agent")]
 use tackle_permission::{Agent, Ruleset};
 
 use crate::fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved};
 use crate::gate::Gate;
 
+#[cfg(feature = "fs")]
 mod apply_patch;
+#[cfg(feature = "shell")]
 pub mod bash;
+#[cfg(feature = "shell")]
 mod custom;
+#[cfg(feature = "fs")]
 mod edit;
+#[cfg(feature = "search")]
 mod glob;
+#[cfg(feature = "search")]
 mod grep;
 mod instructions;
+#[cfg(feature = "fs")]
 mod list;
+#[cfg(feature = "agent")]
 mod question;
+#[cfg(feature = "fs")]
 mod read;
+#[cfg(feature = "agent")]
 mod skill;
+#[cfg(feature = "agent")]
 mod task;
+#[cfg(feature = "agent")]
 mod todo;
+#[cfg(any(feature = "search", feature = "agent"))]
 mod walk;
+#[cfg(feature = "web")]
 mod webfetch;
+#[cfg(feature = "web")]
 mod websearch;
+#[cfg(feature = "fs")]
 mod write;
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    feature = "fs",
+    feature = "search",
+    feature = "shell",
+    feature = "web",
+    feature = "agent"
+))]
 mod tests;
 
+#[cfg(feature = "fs")]
 pub use apply_patch::{ApplyPatchInput, ApplyPatchOutput, PatchedFile};
+#[cfg(feature = "shell")]
 pub use bash::{BashInput, BashOutput};
+#[cfg(feature = "shell")]
 pub use custom::{
     CustomCatalog, CustomCommand, CustomManifest, CustomSource, CustomWarning,
     DEFAULT_TIMEOUT as CUSTOM_DEFAULT_TIMEOUT, MAX_TIMEOUT as CUSTOM_MAX_TIMEOUT, TRUST_PERMISSION,
     TrustMode, custom_tools, discover_custom_tools,
 };
+#[cfg(feature = "fs")]
 pub use edit::{EditInput, EditOutput, MultiEditInput, MultiEditOutput, OneEdit};
+#[cfg(feature = "search")]
 pub use glob::{GlobInput, GlobOutput};
+#[cfg(feature = "search")]
 pub use grep::{GrepInput, GrepOutput};
+#[cfg(feature = "fs")]
 pub use list::{ListInput, ListOutput};
+#[cfg(feature = "agent")]
 pub use question::{
     Answer, AskFuture, MAX_HEADER_CHARS, Question, QuestionAnswer, QuestionAsker, QuestionInput,
     QuestionOption, QuestionOutput,
 };
+#[cfg(feature = "fs")]
 pub use read::{ReadInput, ReadKind, ReadOutput};
+#[cfg(feature = "agent")]
 pub use skill::{Skill, SkillCatalog, SkillInput, SkillOutput, SkillWarning, discover_skills};
+#[cfg(feature = "agent")]
 pub use task::{
     RunFuture, SubagentReport, SubagentRequest, SubagentRunner, SubagentStatus, TaskInput,
     TaskOutput,
 };
+#[cfg(feature = "agent")]
 pub use todo::{
     Todo, TodoItem, TodoOutput, TodoPriority, TodoReadInput, TodoStatus, TodoWriteInput,
 };
+#[cfg(feature = "web")]
 pub use webfetch::{WebFetchFormat, WebFetchInput, WebFetchOutput};
+#[cfg(feature = "web")]
 pub use websearch::{SearchType, WebSearchConfig, WebSearchInput, WebSearchOutput};
+#[cfg(feature = "fs")]
 pub use write::{WriteInput, WriteOutput};
 
 /// Options of the file tools. `Default` gives the documented behaviour.
@@ -172,6 +223,7 @@ impl ToolEnv {
         &self.reads
     }
 
+    #[cfg(any(feature = "fs", feature = "search", feature = "shell"))]
     /// Resolves `path` and asks `external_directory` when it lies outside the Location.
     pub(crate) async fn resolve(&self, cx: &Context, path: &str) -> Result<Resolved, ToolFailure> {
         let target = self.fs.resolve(path).await.map_err(failure)?;
@@ -179,6 +231,7 @@ impl ToolEnv {
         Ok(target)
     }
 
+    #[cfg(feature = "fs")]
     /// The prologue of a one-file mutating tool: resolve (asking `external_directory`), refuse a
     /// configured `edit` deny before reading anything, refuse a directory, then lock the file.
     /// Returns the target, its display name and the held lock.
@@ -201,6 +254,7 @@ impl ToolEnv {
 
 /// The file tools, named as the model calls them: `read`, `write`, `edit`, `multiedit`,
 /// `apply_patch` and `list`.
+#[cfg(feature = "fs")]
 pub fn file_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
     vec![
         (ToolName::READ.as_str(), read::tool(env)),
@@ -213,6 +267,7 @@ pub fn file_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
 }
 
 /// The search tools, named as the model calls them: `grep` and `glob`.
+#[cfg(feature = "search")]
 pub fn search_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
     vec![
         (ToolName::GREP.as_str(), grep::tool(env)),
@@ -221,6 +276,7 @@ pub fn search_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
 }
 
 /// The shell tool, named as the model calls it: `bash`.
+#[cfg(feature = "shell")]
 pub fn shell_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
     vec![(ToolName::BASH.as_str(), bash::tool(env))]
 }
@@ -230,6 +286,7 @@ pub fn shell_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
 ///
 /// The todo list persists in the environment's session state; without one, the two todo tools
 /// returned by one call share an in-memory list per session.
+#[cfg(feature = "agent")]
 pub fn agent_tools(
     env: &ToolEnv,
     asker: Option<Arc<dyn QuestionAsker>>,
@@ -247,12 +304,14 @@ pub fn agent_tools(
 
 /// The skill tool, named as the model calls it: `skill`, over the skills in `catalog` (found
 /// with [`discover_skills`]). Its description lists them.
+#[cfg(feature = "agent")]
 pub fn skill_tools(env: &ToolEnv, catalog: SkillCatalog) -> Vec<(&'static str, AnyTool)> {
     vec![(ToolName::SKILL.as_str(), skill::tool(env, catalog))]
 }
 
 /// The web tools, named as the model calls them: `webfetch`, and `websearch` when `search`
 /// configures a provider (see [`WebSearchConfig::from_env`]).
+#[cfg(feature = "web")]
 pub fn web_tools(env: &ToolEnv, search: Option<WebSearchConfig>) -> Vec<(&'static str, AnyTool)> {
     let mut tools = vec![(ToolName::WEBFETCH.as_str(), webfetch::tool(env))];
     if let Some(config) = search {
@@ -265,6 +324,7 @@ pub fn web_tools(env: &ToolEnv, search: Option<WebSearchConfig>) -> Vec<(&'stati
 /// a caller under `caller_rules` may start (mode `Subagent`, `task` not denied) through `runner`;
 /// its description lists them. A host without a runner does not call this, so `task` is not
 /// advertised.
+#[cfg(feature = "agent")]
 pub fn task_tools(
     env: &ToolEnv,
     runner: Arc<dyn SubagentRunner>,
@@ -292,6 +352,23 @@ pub(crate) fn project_output<I>(
     content
 }
 
+#[cfg(any(feature = "fs", feature = "web"))]
+/// A byte count for people: `512 B`, `3.2 KiB`, `20.0 MiB`.
+pub(crate) fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(any(feature = "fs", feature = "search", feature = "shell"))]
 /// A model-facing failure from any displayable error.
 pub(crate) fn failure(error: impl fmt::Display) -> ToolFailure {
     ToolFailure::new(error.to_string())

@@ -63,7 +63,8 @@ pub use settlement::{
     SubCallReport, ToolCall,
 };
 pub use tool::{
-    AnyTool, Concurrency, Invocation, InvocationOutcome, InvocationTimings, Tool, ToolDefinition,
+    AnyTool, Concurrency, Invocation, InvocationOutcome, InvocationTimings, State, Tool,
+    ToolDefinition,
 };
 
 /// Re-exported so `OutputStore` adapters need no `bytes` dependency of their own.

@@ -108,6 +108,11 @@ impl Concurrency {
     }
 }
 
+/// The shared state a tool's handler receives on every call (see [`Tool::with_state`]).
+/// Destructure it in the handler's signature: `State(env): State<Env>`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct State<S>(pub S);
+
 /// A typed tool: a description, one executor, and optionally a projection for the model.
 ///
 /// A `Tool` has no name. It gets one when it is registered, under the key of the registration
@@ -119,8 +124,9 @@ impl Concurrency {
 /// (`LAW-SINGLE-EXECUTOR`, `LAW-CODEC-BOUNDARY`).
 ///
 /// Be careful when:
-/// - capturing dependencies. Acquire services when you build the tool and move them into the
-///   executor closure; the context carries identity and cancellation only.
+/// - capturing dependencies. Acquire services when you build the tool and hand them over as
+///   [`State`] with [`Tool::with_state`]: the handler gets its own clone on every call, and the
+///   context carries identity and cancellation only.
 /// - returning errors. Return [`ToolFailure`] for what the model can fix. A panic is reported to
 ///   the host as a defect and never reaches the model; so is an output that fails its schema.
 /// - projecting. The projection must be pure and total: it sees the decoded input and the encoded
@@ -198,6 +204,37 @@ where
             "built tool"
         );
         tool
+    }
+
+    /// Builds a tool whose handler takes shared state, the way an axum handler takes `State`:
+    /// `state` is cloned into a [`State`] for every call, so the handler is a plain `async fn`
+    /// that owns what it needs, with no clones written by hand.
+    ///
+    /// ```
+    /// # use tackle_core::{Context, State, Tool, ToolFailure};
+    /// # use std::sync::Arc;
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Greet { name: String }
+    ///
+    /// async fn greet(
+    ///     State(greeting): State<Arc<str>>,
+    ///     input: Greet,
+    ///     _cx: Context,
+    /// ) -> Result<String, ToolFailure> {
+    ///     Ok(format!("{greeting}, {}", input.name))
+    /// }
+    ///
+    /// let tool = Tool::with_state("Greets someone.", Arc::<str>::from("Hello"), greet);
+    /// ```
+    pub fn with_state<S, H, Fut>(description: impl Into<Arc<str>>, state: S, handler: H) -> Self
+    where
+        S: Clone + Send + Sync + 'static,
+        H: Fn(State<S>, I, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ToolFailure>> + Send + 'static,
+    {
+        Self::new(description, move |input, cx| {
+            handler(State(state.clone()), input, cx)
+        })
     }
 
     fn build<F, Fut>(

@@ -11,12 +11,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use tackle_core::names::Permission;
 use tackle_edit::diff::LineDiff;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tackle_core::{AnyTool, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
 use tackle_edit::patch::{FileChange, MatchLevel, Operation, Patch, PatchError};
 
 use super::write::current_bytes;
@@ -91,14 +92,18 @@ pub struct ApplyPatchOutput {
 }
 
 pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
-    let env = env.clone();
-    Tool::new(DESCRIPTION, move |input: ApplyPatchInput, cx: Context| {
-        let env = env.clone();
-        async move { apply(&env, &cx, &input.patch_text).await }
-    })
-    .with_projection(super::project_output)
-    .with_concurrency(tackle_core::Concurrency::Exclusive)
-    .erase()
+    Tool::with_state(DESCRIPTION, env.clone(), apply_patch)
+        .with_projection(super::project_output)
+        .with_concurrency(tackle_core::Concurrency::Exclusive)
+        .erase()
+}
+
+async fn apply_patch(
+    State(env): State<ToolEnv>,
+    input: ApplyPatchInput,
+    cx: Context,
+) -> Result<ApplyPatchOutput, ToolFailure> {
+    apply(&env, &cx, &input.patch_text).await
 }
 
 /// A file the patch reads, as it was when locked.
@@ -233,7 +238,8 @@ async fn apply(
             names.push(to.display_name());
         }
     }
-    env.gate.refuse_if_denied(cx, "edit", &names)?;
+    env.gate
+        .refuse_if_denied(cx, Permission::EDIT.as_str(), &names)?;
     for target in &targets {
         if target.path.is_dir() {
             return Err(failure(FsError::IsADirectory {
@@ -393,7 +399,7 @@ async fn apply(
     env.gate
         .ask(
             cx,
-            Ask::new("edit", names.clone()).with_metadata(json!({
+            Ask::new(Permission::EDIT.as_str(), names.clone()).with_metadata(json!({
                 "files": files
                     .iter()
                     .zip(&diffs)

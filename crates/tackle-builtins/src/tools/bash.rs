@@ -17,11 +17,12 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tackle_core::names::Permission;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tackle_core::{AnyTool, Context, Direction, LimitsOverride, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, Direction, LimitsOverride, State, Tool, ToolFailure};
 
 use super::ToolEnv;
 use crate::gate::Ask;
@@ -193,28 +194,23 @@ pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
 
 /// The bash tool with `options`, for hosts that change them.
 pub fn tool_with_options(env: &ToolEnv, options: BashOptions) -> AnyTool {
-    let env = env.clone();
-    let options = std::sync::Arc::new(options);
-    Tool::new(DESCRIPTION, move |input: BashInput, cx: Context| {
-        let env = env.clone();
-        let options = options.clone();
-        async move { bash(&env, &options, &cx, input).await }
-    })
-    .with_projection(super::project_output)
-    .with_output_limits(LimitsOverride {
-        direction: Some(Direction::Tail),
-        ..Default::default()
-    })
-    .with_concurrency(tackle_core::Concurrency::Exclusive)
-    .erase()
+    let state = (env.clone(), std::sync::Arc::new(options));
+    Tool::with_state(DESCRIPTION, state, bash)
+        .with_projection(super::project_output)
+        .with_output_limits(LimitsOverride {
+            direction: Some(Direction::Tail),
+            ..Default::default()
+        })
+        .with_concurrency(tackle_core::Concurrency::Exclusive)
+        .erase()
 }
 
 async fn bash(
-    env: &ToolEnv,
-    options: &BashOptions,
-    cx: &Context,
+    State((env, options)): State<(ToolEnv, std::sync::Arc<BashOptions>)>,
     input: BashInput,
+    cx: Context,
 ) -> Result<BashOutput, ToolFailure> {
+    let (env, options, cx) = (&env, &*options, &cx);
     if input.command.trim().is_empty() {
         return Err(ToolFailure::new("`command` is empty, so nothing was run.")
             .with_hint("Pass the command line to run in `command`."));
@@ -253,7 +249,7 @@ async fn bash(
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let found = scan::scan(&input.command, &cwd, env.fs().root(), home.as_deref());
     for dir in &found.external_directories {
-        let ask = Ask::new("external_directory", [dir.clone()])
+        let ask = Ask::new(Permission::EXTERNAL_DIRECTORY.as_str(), [dir.clone()])
             .with_always([dir.clone()])
             .with_metadata(json!({
                 "command": input.command,
@@ -263,7 +259,7 @@ async fn bash(
     }
     let patterns = found.bash_patterns();
     if !patterns.is_empty() {
-        let ask = Ask::new("bash", patterns)
+        let ask = Ask::new(Permission::BASH.as_str(), patterns)
             .with_always(found.always_patterns())
             .with_metadata(json!({
                 "command": input.command,

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tackle_core::names::Permission;
-use tackle_core::{AnyTool, Context, Tool, ToolFailure, thousands};
+use tackle_core::{AnyTool, Context, State, Tool, ToolFailure, thousands};
 use tackle_edit::diff::{LineDiff, Splice, compose};
 use tackle_edit::replace::{EditError, Strategy, replace};
 
@@ -127,51 +127,52 @@ pub struct MultiEditOutput {
 }
 
 pub(crate) fn edit_tool(env: &ToolEnv) -> AnyTool {
-    let env = env.clone();
-    Tool::new(EDIT_DESCRIPTION, move |input: EditInput, cx: Context| {
-        let env = env.clone();
-        async move {
-            let edits = vec![OneEdit {
-                old_string: input.old_string,
-                new_string: input.new_string,
-                replace_all: input.replace_all,
-            }];
-            let done = apply(&env, &cx, &input.file_path, &edits, Mode::Single).await?;
-            Ok(EditOutput {
-                output: done.output,
-                path: done.path,
-                matched: done.matches.into_iter().next().flatten(),
-                created: done.created,
-                additions: done.additions,
-                deletions: done.deletions,
-                diff: done.diff,
-            })
-        }
-    })
-    .with_projection(super::project_output)
-    .with_concurrency(tackle_core::Concurrency::writes_paths("filePath"))
-    .erase()
+    Tool::with_state(EDIT_DESCRIPTION, env.clone(), edit)
+        .with_projection(super::project_output)
+        .with_concurrency(tackle_core::Concurrency::writes_paths("filePath"))
+        .erase()
 }
 
 pub(crate) fn multiedit_tool(env: &ToolEnv) -> AnyTool {
-    let env = env.clone();
-    Tool::new(
-        MULTIEDIT_DESCRIPTION,
-        move |input: MultiEditInput, cx: Context| {
-            let env = env.clone();
-            async move {
-                if input.edits.is_empty() {
-                    return Err(ToolFailure::new(
-                        "edits is empty, so there is nothing to do. Give at least one edit.",
-                    ));
-                }
-                apply(&env, &cx, &input.file_path, &input.edits, Mode::Multi).await
-            }
-        },
-    )
-    .with_projection(super::project_output)
-    .with_concurrency(tackle_core::Concurrency::writes_paths("filePath"))
-    .erase()
+    Tool::with_state(MULTIEDIT_DESCRIPTION, env.clone(), multiedit)
+        .with_projection(super::project_output)
+        .with_concurrency(tackle_core::Concurrency::writes_paths("filePath"))
+        .erase()
+}
+
+async fn edit(
+    State(env): State<ToolEnv>,
+    input: EditInput,
+    cx: Context,
+) -> Result<EditOutput, ToolFailure> {
+    let edits = vec![OneEdit {
+        old_string: input.old_string,
+        new_string: input.new_string,
+        replace_all: input.replace_all,
+    }];
+    let done = apply(&env, &cx, &input.file_path, &edits, Mode::Single).await?;
+    Ok(EditOutput {
+        output: done.output,
+        path: done.path,
+        matched: done.matches.into_iter().next().flatten(),
+        created: done.created,
+        additions: done.additions,
+        deletions: done.deletions,
+        diff: done.diff,
+    })
+}
+
+async fn multiedit(
+    State(env): State<ToolEnv>,
+    input: MultiEditInput,
+    cx: Context,
+) -> Result<MultiEditOutput, ToolFailure> {
+    if input.edits.is_empty() {
+        return Err(ToolFailure::new(
+            "edits is empty, so there is nothing to do. Give at least one edit.",
+        ));
+    }
+    apply(&env, &cx, &input.file_path, &input.edits, Mode::Multi).await
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

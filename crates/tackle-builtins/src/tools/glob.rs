@@ -13,13 +13,14 @@ use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
+use tackle_core::names::Permission;
 
 use globset::{Candidate, GlobBuilder, GlobMatcher};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tackle_core::thousands;
-use tackle_core::{AnyTool, CancellationToken, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, CancellationToken, Context, State, Tool, ToolFailure};
 
 use super::{ToolEnv, failure};
 use crate::fs::Resolved;
@@ -73,17 +74,18 @@ pub struct GlobOutput {
 }
 
 pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
-    let env = env.clone();
-    Tool::new(DESCRIPTION, move |input: GlobInput, cx: Context| {
-        let env = env.clone();
-        async move { glob(&env, &cx, input).await }
-    })
-    .with_projection(super::project_output)
-    .with_concurrency(tackle_core::Concurrency::ReadOnly)
-    .erase()
+    Tool::with_state(DESCRIPTION, env.clone(), glob)
+        .with_projection(super::project_output)
+        .with_concurrency(tackle_core::Concurrency::ReadOnly)
+        .erase()
 }
 
-async fn glob(env: &ToolEnv, cx: &Context, input: GlobInput) -> Result<GlobOutput, ToolFailure> {
+async fn glob(
+    State(env): State<ToolEnv>,
+    input: GlobInput,
+    cx: Context,
+) -> Result<GlobOutput, ToolFailure> {
+    let (env, cx) = (&env, &cx);
     let pattern = input.pattern.trim();
     if pattern.is_empty() {
         return Err(
@@ -101,7 +103,7 @@ async fn glob(env: &ToolEnv, cx: &Context, input: GlobInput) -> Result<GlobOutpu
     let target = env.resolve(cx, given).await?;
     let name = target.display_name();
     // Asked before the existence check, so a denied glob cannot probe for paths.
-    let ask = Ask::new("glob", [pattern.to_owned()])
+    let ask = Ask::new(Permission::GLOB.as_str(), [pattern.to_owned()])
         .with_metadata(serde_json::json!({ "pattern": pattern, "path": name }));
     env.gate.ask(cx, ask).await?;
     if !target.exists {

@@ -11,6 +11,7 @@
 //! so the header always gives the true total and memory stays small however many lines match.
 
 use std::path::Path;
+use tackle_core::names::Permission;
 
 use globset::{GlobBuilder, GlobMatcher};
 use grep::regex::RegexMatcherBuilder;
@@ -18,7 +19,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tackle_core::thousands;
-use tackle_core::{AnyTool, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
 
 use super::{ToolEnv, failure};
 use crate::gate::Ask;
@@ -79,17 +80,18 @@ pub struct GrepOutput {
 }
 
 pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
-    let env = env.clone();
-    Tool::new(DESCRIPTION, move |input: GrepInput, cx: Context| {
-        let env = env.clone();
-        async move { grep(&env, &cx, input).await }
-    })
-    .with_projection(super::project_output)
-    .with_concurrency(tackle_core::Concurrency::ReadOnly)
-    .erase()
+    Tool::with_state(DESCRIPTION, env.clone(), grep)
+        .with_projection(super::project_output)
+        .with_concurrency(tackle_core::Concurrency::ReadOnly)
+        .erase()
 }
 
-async fn grep(env: &ToolEnv, cx: &Context, input: GrepInput) -> Result<GrepOutput, ToolFailure> {
+async fn grep(
+    State(env): State<ToolEnv>,
+    input: GrepInput,
+    cx: Context,
+) -> Result<GrepOutput, ToolFailure> {
+    let (env, cx) = (&env, &cx);
     let pattern = input.pattern;
     if pattern.is_empty() {
         return Err(
@@ -126,7 +128,7 @@ async fn grep(env: &ToolEnv, cx: &Context, input: GrepInput) -> Result<GrepOutpu
     let target = env.resolve(cx, given).await?;
     let name = target.display_name();
     // Asked before the existence check, so a denied grep cannot probe for paths.
-    let ask = Ask::new("grep", [pattern.clone()]).with_metadata(json!({
+    let ask = Ask::new(Permission::GREP.as_str(), [pattern.clone()]).with_metadata(json!({
         "pattern": pattern,
         "path": name,
         "include": input.include,

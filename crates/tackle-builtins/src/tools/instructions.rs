@@ -1,5 +1,8 @@
 //! Instruction files (AGENTS.md, CLAUDE.md) that read adds to its output, once per session.
 
+// The ledger is part of every `ToolEnv`; only `read` (feature `fs`) fills it.
+#![cfg_attr(not(feature = "fs"), allow(dead_code))]
+
 use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -10,13 +10,14 @@
 use std::collections::{BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tackle_core::names::Permission;
 
 use ignore::WalkBuilder;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tackle_core::thousands;
-use tackle_core::{AnyTool, CancellationToken, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, CancellationToken, Context, State, Tool, ToolFailure};
 
 use super::{ToolEnv, failure};
 use crate::gate::Ask;
@@ -100,17 +101,18 @@ pub struct ListOutput {
 }
 
 pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
-    let env = env.clone();
-    Tool::new(DESCRIPTION, move |input: ListInput, cx: Context| {
-        let env = env.clone();
-        async move { list(&env, &cx, input).await }
-    })
-    .with_projection(super::project_output)
-    .with_concurrency(tackle_core::Concurrency::ReadOnly)
-    .erase()
+    Tool::with_state(DESCRIPTION, env.clone(), list)
+        .with_projection(super::project_output)
+        .with_concurrency(tackle_core::Concurrency::ReadOnly)
+        .erase()
 }
 
-async fn list(env: &ToolEnv, cx: &Context, input: ListInput) -> Result<ListOutput, ToolFailure> {
+async fn list(
+    State(env): State<ToolEnv>,
+    input: ListInput,
+    cx: Context,
+) -> Result<ListOutput, ToolFailure> {
+    let (env, cx) = (&env, &cx);
     let given = input
         .path
         .as_deref()
@@ -120,7 +122,9 @@ async fn list(env: &ToolEnv, cx: &Context, input: ListInput) -> Result<ListOutpu
     let target = env.resolve(cx, given).await?;
     let name = target.display_name();
     // Asked before the existence check, so a denied list cannot probe for paths.
-    env.gate.ask(cx, Ask::new("list", [name.clone()])).await?;
+    env.gate
+        .ask(cx, Ask::new(Permission::LIST.as_str(), [name.clone()]))
+        .await?;
     if !target.exists {
         return Err(ToolFailure::new(format!("Directory not found: `{name}`."))
             .with_hint("List its parent directory to see what exists there."));

@@ -4,10 +4,11 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use tackle_core::names::Permission;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tackle_core::{AnyTool, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
 
 use super::ToolEnv;
 use crate::gate::Ask;
@@ -110,28 +111,23 @@ pub struct QuestionOutput {
 }
 
 pub(crate) fn tool(env: &ToolEnv, asker: Arc<dyn QuestionAsker>) -> AnyTool {
-    let env = env.clone();
-    Tool::new(DESCRIPTION, move |input: QuestionInput, cx: Context| {
-        let env = env.clone();
-        let asker = asker.clone();
-        async move { ask(&env, asker.as_ref(), &cx, input).await }
-    })
-    .with_projection(super::project_output)
-    .with_concurrency(tackle_core::Concurrency::Exclusive)
-    .erase()
+    Tool::with_state(DESCRIPTION, (env.clone(), asker), ask)
+        .with_projection(super::project_output)
+        .with_concurrency(tackle_core::Concurrency::Exclusive)
+        .erase()
 }
 
 async fn ask(
-    env: &ToolEnv,
-    asker: &dyn QuestionAsker,
-    cx: &Context,
+    State((env, asker)): State<(ToolEnv, Arc<dyn QuestionAsker>)>,
     input: QuestionInput,
+    cx: Context,
 ) -> Result<QuestionOutput, ToolFailure> {
+    let (env, asker, cx) = (&env, asker.as_ref(), &cx);
     validate(&input.questions)?;
     env.gate
         .ask(
             cx,
-            Ask::new("question", ["*"]).with_metadata(serde_json::json!({
+            Ask::new(Permission::QUESTION.as_str(), ["*"]).with_metadata(serde_json::json!({
                 "questions": input.questions,
             })),
         )

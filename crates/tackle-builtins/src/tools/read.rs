@@ -4,8 +4,9 @@ use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tackle_core::names::Permission;
-use tackle_core::{AnyTool, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
 
+use super::human;
 use super::instructions::nearest_unseen;
 use super::{ToolEnv, failure};
 use crate::fs::Resolved;
@@ -81,17 +82,18 @@ pub struct ReadOutput {
 }
 
 pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
-    let env = env.clone();
-    Tool::new(DESCRIPTION, move |input: ReadInput, cx: Context| {
-        let env = env.clone();
-        async move { read(&env, &cx, input).await }
-    })
-    .with_projection(super::project_output)
-    .with_concurrency(tackle_core::Concurrency::ReadOnly)
-    .erase()
+    Tool::with_state(DESCRIPTION, env.clone(), read)
+        .with_projection(super::project_output)
+        .with_concurrency(tackle_core::Concurrency::ReadOnly)
+        .erase()
 }
 
-async fn read(env: &ToolEnv, cx: &Context, input: ReadInput) -> Result<ReadOutput, ToolFailure> {
+async fn read(
+    State(env): State<ToolEnv>,
+    input: ReadInput,
+    cx: Context,
+) -> Result<ReadOutput, ToolFailure> {
+    let (env, cx) = (&env, &cx);
     let target = env.resolve(cx, &input.file_path).await?;
     let name = target.display_name();
     // Asked before the existence check, so a denied read cannot probe for files.
@@ -341,19 +343,4 @@ fn binary_kind(sample: &[u8]) -> &'static str {
         .iter()
         .find(|(magic, _)| sample.starts_with(magic))
         .map_or("binary data", |(_, kind)| kind)
-}
-
-/// A byte count for people: `512 B`, `3.2 KiB`, `20.0 MiB`.
-pub(crate) fn human(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
 }

@@ -17,10 +17,11 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use tackle_core::names::Permission;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tackle_core::{AnyTool, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
 
 use super::ToolEnv;
 use crate::gate::Ask;
@@ -334,17 +335,12 @@ pub struct SkillOutput {
 
 /// The skill tool over `catalog`; its description lists the skills.
 pub(crate) fn tool(env: &ToolEnv, catalog: SkillCatalog) -> AnyTool {
-    let env = env.clone();
     let description = describe(&catalog);
-    let catalog = std::sync::Arc::new(catalog);
-    Tool::new(description, move |input: SkillInput, cx: Context| {
-        let env = env.clone();
-        let catalog = catalog.clone();
-        async move { load_skill(&env, &catalog, &cx, input).await }
-    })
-    .with_projection(super::project_output)
-    .with_concurrency(tackle_core::Concurrency::ReadOnly)
-    .erase()
+    let state = (env.clone(), std::sync::Arc::new(catalog));
+    Tool::with_state(description, state, load_skill)
+        .with_projection(super::project_output)
+        .with_concurrency(tackle_core::Concurrency::ReadOnly)
+        .erase()
 }
 
 /// The tool description: what it does, then `- name: description` for every skill.
@@ -363,11 +359,11 @@ fn describe(catalog: &SkillCatalog) -> String {
 }
 
 async fn load_skill(
-    env: &ToolEnv,
-    catalog: &SkillCatalog,
-    cx: &Context,
+    State((env, catalog)): State<(ToolEnv, std::sync::Arc<SkillCatalog>)>,
     input: SkillInput,
+    cx: Context,
 ) -> Result<SkillOutput, ToolFailure> {
+    let (env, catalog, cx) = (&env, &*catalog, &cx);
     let Some(skill) = catalog.get(&input.name) else {
         let message = if catalog.skills.is_empty() {
             format!("Skill `{}` not found. No skills are available.", input.name)
@@ -385,7 +381,8 @@ async fn load_skill(
     env.gate
         .ask(
             cx,
-            Ask::new("skill", [skill.name.clone()]).with_always([skill.name.clone()]),
+            Ask::new(Permission::SKILL.as_str(), [skill.name.clone()])
+                .with_always([skill.name.clone()]),
         )
         .await?;
 

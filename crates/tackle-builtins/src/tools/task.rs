@@ -10,10 +10,11 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use tackle_core::names::Permission;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tackle_core::{AnyTool, CancellationToken, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, CancellationToken, Context, State, Tool, ToolFailure};
 use tackle_permission::{Agent, AgentMode, Ruleset, derive_subagent_rules, subagent_offered};
 
 use super::ToolEnv;
@@ -154,12 +155,9 @@ pub(crate) fn tool(
         offered,
         caller_rules,
     });
-    Tool::new(description, move |input: TaskInput, cx: Context| {
-        let shared = shared.clone();
-        async move { run_task(&shared, &cx, input).await }
-    })
-    .with_projection(super::project_output)
-    .erase()
+    Tool::with_state(description, shared, run_task)
+        .with_projection(super::project_output)
+        .erase()
 }
 
 /// The subagents `caller_rules` may start, sorted by name, one per name.
@@ -192,10 +190,11 @@ fn describe(offered: &[Agent]) -> String {
 /// The executor: checks the arguments, asks `task`, runs the subagent under derived rules and a
 /// child cancellation token, and renders its report.
 async fn run_task(
-    shared: &Shared,
-    cx: &Context,
+    State(shared): State<Arc<Shared>>,
     input: TaskInput,
+    cx: Context,
 ) -> Result<TaskOutput, ToolFailure> {
+    let (shared, cx) = (&*shared, &cx);
     validate(&input)?;
     let Some(agent) = shared
         .offered
@@ -209,7 +208,7 @@ async fn run_task(
         .gate
         .ask(
             cx,
-            Ask::new("task", [agent.name.clone()])
+            Ask::new(Permission::TASK.as_str(), [agent.name.clone()])
                 .with_always([agent.name.clone()])
                 .with_metadata(serde_json::json!({
                     "description": input.description,

@@ -6,10 +6,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
+use tackle_core::names::Permission;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tackle_core::{AnyTool, Context, SessionState, SessionStateError, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, SessionState, SessionStateError, State, Tool, ToolFailure};
 
 use super::ToolEnv;
 use crate::gate::Ask;
@@ -169,39 +170,27 @@ pub(crate) fn tools(env: &ToolEnv) -> (AnyTool, AnyTool) {
         Some(state) => state.clone(),
         None => Arc::new(MemoryTodos::default()),
     };
-    let write = {
-        let env = env.clone();
-        let store = store.clone();
-        Tool::new(
-            WRITE_DESCRIPTION,
-            move |input: TodoWriteInput, cx: Context| {
-                let env = env.clone();
-                let store = store.clone();
-                async move { write(&env, store.as_ref(), &cx, input).await }
-            },
-        )
+    let write = Tool::with_state(WRITE_DESCRIPTION, (env.clone(), store.clone()), write)
         .with_projection(super::project_output)
         .with_concurrency(tackle_core::Concurrency::Exclusive)
-        .erase()
-    };
-    let read = Tool::new(READ_DESCRIPTION, move |_: TodoReadInput, cx: Context| {
-        let store = store.clone();
-        async move { read(store.as_ref(), &cx) }
-    })
-    .with_projection(super::project_output)
-    .with_concurrency(tackle_core::Concurrency::ReadOnly)
-    .erase();
+        .erase();
+    let read = Tool::with_state(READ_DESCRIPTION, store, read)
+        .with_projection(super::project_output)
+        .with_concurrency(tackle_core::Concurrency::ReadOnly)
+        .erase();
     (write, read)
 }
 
 async fn write(
-    env: &ToolEnv,
-    store: &dyn SessionState,
-    cx: &Context,
+    State((env, store)): State<(ToolEnv, Arc<dyn SessionState>)>,
     input: TodoWriteInput,
+    cx: Context,
 ) -> Result<TodoOutput, ToolFailure> {
+    let (env, store, cx) = (&env, store.as_ref(), &cx);
     let todos = number(input.todos)?;
-    env.gate.ask(cx, Ask::new("todowrite", ["*"])).await?;
+    env.gate
+        .ask(cx, Ask::new(Permission::TODOWRITE.as_str(), ["*"]))
+        .await?;
     let session = cx.session().as_str();
     let saved = if todos.is_empty() {
         store.put(session, TODO_KEY, None)
@@ -238,7 +227,12 @@ finish it, mark it completed, then start the next."
     })
 }
 
-fn read(store: &dyn SessionState, cx: &Context) -> Result<TodoOutput, ToolFailure> {
+async fn read(
+    State(store): State<Arc<dyn SessionState>>,
+    _: TodoReadInput,
+    cx: Context,
+) -> Result<TodoOutput, ToolFailure> {
+    let (store, cx) = (store.as_ref(), &cx);
     let todos = load(store, cx.session().as_str())?;
     let open = count_open(&todos);
     cx.set_title(open_title(open));

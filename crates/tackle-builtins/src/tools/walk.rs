@@ -8,6 +8,9 @@
 //! path is the way there. `.git` is never entered, and tackle's own temporary files are never
 //! shown.
 
+// Skills use the boundary alone; the walker is for grep and glob (feature `search`).
+#![cfg_attr(not(feature = "search"), allow(dead_code))]
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

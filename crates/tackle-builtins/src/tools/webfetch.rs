@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Mutex;
 use std::time::Duration;
+use tackle_core::names::Permission;
 
 use base64::Engine as _;
 use reqwest::Url;
@@ -20,11 +21,11 @@ use reqwest::header::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tackle_core::{AnyTool, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
 use tokio::time::Instant;
 
 use super::ToolEnv;
-use super::read::human;
+use super::human;
 use crate::gate::Ask;
 
 mod html;
@@ -130,20 +131,17 @@ pub struct WebFetchOutput {
 }
 
 pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
-    let env = env.clone();
-    Tool::new(DESCRIPTION, move |input: WebFetchInput, cx: Context| {
-        let env = env.clone();
-        async move { webfetch(&env, &cx, input).await }
-    })
-    .with_projection(super::project_output)
-    .erase()
+    Tool::with_state(DESCRIPTION, env.clone(), webfetch)
+        .with_projection(super::project_output)
+        .erase()
 }
 
 async fn webfetch(
-    env: &ToolEnv,
-    cx: &Context,
+    State(env): State<ToolEnv>,
     input: WebFetchInput,
+    cx: Context,
 ) -> Result<WebFetchOutput, ToolFailure> {
+    let (env, cx) = (&env, &cx);
     let url = parse_url(&input.url)?;
     let secs = match input.timeout {
         Some(0) => {
@@ -227,7 +225,7 @@ fn host_pattern(url: &Url) -> String {
 }
 
 fn fetch_ask(url: &Url, format: WebFetchFormat, secs: u64) -> Ask {
-    Ask::new("webfetch", [url.to_string()])
+    Ask::new(Permission::WEBFETCH.as_str(), [url.to_string()])
         .with_always([host_pattern(url)])
         .with_metadata(json!({
             "url": url.to_string(),
@@ -365,7 +363,7 @@ impl Fetch<'_> {
             .map(|a| a.ip().to_string())
             .collect();
         if !private.is_empty() && !private_allowed.contains(&host) {
-            let ask = Ask::new("webfetch_private", [host.clone()])
+            let ask = Ask::new(Permission::WEBFETCH_PRIVATE.as_str(), [host.clone()])
                 .with_always([host.clone()])
                 .with_metadata(json!({
                     "url": url.to_string(),

@@ -6,13 +6,15 @@
 //! in the `x-api-key` header and is redacted from anything the model or the host sees.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
+use tackle_core::names::Permission;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tackle_core::{AnyTool, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
 
 use super::ToolEnv;
 use super::webfetch::{client_builder, error_chain};
@@ -177,31 +179,44 @@ pub struct WebSearchOutput {
 }
 
 pub(crate) fn tool(env: &ToolEnv, config: WebSearchConfig) -> AnyTool {
-    let env = env.clone();
     let providers = config.providers.clone();
     // One client for every call: building one loads the TLS roots.
     let client = client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("Could not set up the HTTP client: {e}."));
-    let tool = Tool::new(DESCRIPTION, move |input: WebSearchInput, cx: Context| {
-        let env = env.clone();
-        let config = config.clone();
-        let client = client.clone();
-        async move {
-            let cancelled = cx.cancellation().clone();
-            tokio::select! {
-                result = websearch(&env, &config, client, &cx, input) => result,
-                () = cancelled.cancelled() => {
-                    Err(ToolFailure::new("The search was interrupted and stopped."))
-                }
-            }
-        }
-    })
-    .with_projection(super::project_output);
+    let state = Arc::new(Search {
+        env: env.clone(),
+        config,
+        client,
+    });
+    let tool = Tool::with_state(DESCRIPTION, state, search_until_cancelled)
+        .with_projection(super::project_output);
     match providers {
         Some(providers) => tool.with_providers(providers).erase(),
         None => tool.erase(),
+    }
+}
+
+/// What every websearch call shares: one HTTP client (building one loads the TLS roots).
+struct Search {
+    env: ToolEnv,
+    config: WebSearchConfig,
+    client: Result<reqwest::Client, String>,
+}
+
+async fn search_until_cancelled(
+    State(search): State<Arc<Search>>,
+    input: WebSearchInput,
+    cx: Context,
+) -> Result<WebSearchOutput, ToolFailure> {
+    let cancelled = cx.cancellation().clone();
+    let client = search.client.clone();
+    tokio::select! {
+        result = websearch(&search.env, &search.config, client, &cx, input) => result,
+        () = cancelled.cancelled() => {
+            Err(ToolFailure::new("The search was interrupted and stopped."))
+        }
     }
 }
 
@@ -237,7 +252,7 @@ async fn websearch(
     env.gate
         .ask(
             cx,
-            Ask::new("websearch", [query.clone()]).with_metadata(json!({
+            Ask::new(Permission::WEBSEARCH.as_str(), [query.clone()]).with_metadata(json!({
                 "query": query,
                 "numResults": num_results,
                 "type": search_type,

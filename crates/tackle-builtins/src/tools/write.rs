@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tackle_core::names::Permission;
-use tackle_core::{AnyTool, Context, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
 use tackle_edit::diff::LineDiff;
 
 use super::{ToolEnv, failure};
@@ -49,14 +49,10 @@ pub struct WriteOutput {
 }
 
 pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
-    let env = env.clone();
-    Tool::new(DESCRIPTION, move |input: WriteInput, cx: Context| {
-        let env = env.clone();
-        async move { write(&env, &cx, input).await }
-    })
-    .with_projection(super::project_output)
-    .with_concurrency(tackle_core::Concurrency::writes_paths("filePath"))
-    .erase()
+    Tool::with_state(DESCRIPTION, env.clone(), write)
+        .with_projection(super::project_output)
+        .with_concurrency(tackle_core::Concurrency::writes_paths("filePath"))
+        .erase()
 }
 
 /// Reads the locked file: `None` when it does not exist.
@@ -68,7 +64,12 @@ pub(crate) async fn current_bytes(guard: &PathGuard) -> Result<Option<Vec<u8>>, 
     }
 }
 
-async fn write(env: &ToolEnv, cx: &Context, input: WriteInput) -> Result<WriteOutput, ToolFailure> {
+async fn write(
+    State(env): State<ToolEnv>,
+    input: WriteInput,
+    cx: Context,
+) -> Result<WriteOutput, ToolFailure> {
+    let (env, cx) = (&env, &cx);
     let (target, name, guard) = env.open_for_edit(cx, &input.file_path).await?;
     let old = current_bytes(&guard).await?;
     if let Some(old) = &old {

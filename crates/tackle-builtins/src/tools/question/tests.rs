@@ -243,7 +243,11 @@ async fn the_tool_itself_stops_waiting_when_cancelled() {
     });
     let result = tokio::time::timeout(
         Duration::from_secs(5),
-        super::ask(&env, asker.as_ref(), &context, input),
+        super::ask(
+            tackle_core::State((env.clone(), asker.clone() as Arc<dyn QuestionAsker>)),
+            input,
+            context.clone(),
+        ),
     )
     .await
     .expect("the executor hung after cancellation");

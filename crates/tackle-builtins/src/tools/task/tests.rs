@@ -446,7 +446,7 @@ fn input() -> TaskInput {
 async fn the_executor_cancels_the_child_token_and_the_runner_sees_it() {
     let dir = tempfile::tempdir().unwrap();
     let runner = Scripted::new(Script::UntilCancelled);
-    let shared = shared(runner.clone(), &dir);
+    let shared = Arc::new(shared(runner.clone(), &dir));
     let token = CancellationToken::new();
     let call = cx(token.clone());
     let canceller = async {
@@ -454,7 +454,10 @@ async fn the_executor_cancels_the_child_token_and_the_runner_sees_it() {
         token.cancel();
     };
     let (result, ()) = tokio::time::timeout(Duration::from_secs(5), async {
-        tokio::join!(run_task(&shared, &call, input()), canceller)
+        tokio::join!(
+            run_task(tackle_core::State(shared.clone()), input(), call.clone()),
+            canceller
+        )
     })
     .await
     .expect("the executor ends promptly once cancelled");
@@ -473,7 +476,7 @@ async fn the_executor_cancels_the_child_token_and_the_runner_sees_it() {
 async fn the_executor_returns_promptly_when_the_runner_ignores_its_token() {
     let dir = tempfile::tempdir().unwrap();
     let runner = Scripted::new(Script::Ignore);
-    let shared = shared(runner.clone(), &dir);
+    let shared = Arc::new(shared(runner.clone(), &dir));
     let token = CancellationToken::new();
     let call = cx(token.clone());
     let canceller = async {
@@ -481,7 +484,10 @@ async fn the_executor_returns_promptly_when_the_runner_ignores_its_token() {
         token.cancel();
     };
     let (result, ()) = tokio::time::timeout(Duration::from_secs(5), async {
-        tokio::join!(run_task(&shared, &call, input()), canceller)
+        tokio::join!(
+            run_task(tackle_core::State(shared.clone()), input(), call.clone()),
+            canceller
+        )
     })
     .await
     .expect("the executor ends promptly once cancelled");
