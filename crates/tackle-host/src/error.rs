@@ -27,12 +27,14 @@ pub enum HostError {
     #[error("no data directory is known; pass one or set TACKLE_DATA_DIR")]
     NoDataDir,
     /// A store (managed outputs, the journal, session state, saved approvals) cannot be opened.
-    #[error("cannot open the {store}: {message}")]
+    #[error("cannot open the {store}: {source}")]
     Store {
         /// Which store.
         store: &'static str,
-        /// Why.
-        message: String,
+        /// The store's own typed error (`tackle_store::OpenError`, `SavedApprovalsError`, …),
+        /// to downcast when a host needs to match on it.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The configuration files are invalid; every problem is listed.
     #[error("invalid configuration:\n{0}")]

@@ -79,5 +79,7 @@ pub use client::{
 };
 pub use elicit::{ClientCalls, ElicitingApprover};
 pub use http::{HttpServing, serve_http};
-pub use server::{ServeError, Serving, TackleServer, serve, serve_lines, serve_stdio};
+pub use server::{
+    PROGRESS_HEARTBEAT, ServeError, Serving, TackleServer, serve, serve_lines, serve_stdio,
+};
 pub use wire::MAX_LINE_BYTES;

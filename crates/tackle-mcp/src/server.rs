@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, Implementation,
@@ -105,6 +106,10 @@ fn fresh_connection_id() -> String {
 /// How long a burst of registry changes may last before the client hears of it.
 const LIST_CHANGED_SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// How long a call with a progress token goes without a progress notification, by default:
+/// well under the 60 s after which OpenCode's MCP client gives up on a silent call.
+pub const PROGRESS_HEARTBEAT: Duration = Duration::from_secs(15);
+
 /// How many progress updates may wait for the client before newer ones are dropped.
 const PROGRESS_BUFFER: usize = 16;
 
@@ -124,6 +129,8 @@ struct Inner {
     session_end: Option<SessionEnd>,
     /// Which tools are open-world, for the listing's annotations.
     open_world: Option<OpenWorld>,
+    /// How long a call with a progress token may go without a progress notification.
+    progress_heartbeat: Duration,
 }
 
 impl fmt::Debug for TackleServer {
@@ -158,6 +165,7 @@ impl TackleServer {
             client_calls: None,
             session_end: None,
             open_world: None,
+            progress_heartbeat: PROGRESS_HEARTBEAT,
         };
         Self {
             connection: Arc::new(Connection::new(&inner)),
@@ -219,6 +227,14 @@ impl TackleServer {
     /// [`ElicitingApprover`]: crate::ElicitingApprover
     pub fn with_client_calls(self, calls: ClientCalls) -> Self {
         self.reconfigure(|inner| inner.client_calls = Some(calls))
+    }
+
+    /// Sends a progress notification at least this often while a call that carries a progress
+    /// token runs (default [`PROGRESS_HEARTBEAT`]), so that a client which times a call out
+    /// after a silent spell (OpenCode: 60 s, reset on progress) does not abandon a long, quiet
+    /// command.
+    pub fn with_progress_heartbeat(self, every: Duration) -> Self {
+        self.reconfigure(|inner| inner.progress_heartbeat = every)
     }
 
     fn reconfigure(self, change: impl FnOnce(&mut Inner)) -> Self {
@@ -391,7 +407,12 @@ impl ServerHandler for TackleServer {
         let forwarder = context.meta.get_progress_token().map(|token| {
             let (sender, updates) = mpsc::channel(PROGRESS_BUFFER);
             cx = cx.clone().with_progress(sender);
-            tokio::spawn(forward_progress(context.peer.clone(), token, updates))
+            tokio::spawn(forward_progress(
+                context.peer.clone(),
+                token,
+                updates,
+                self.inner.progress_heartbeat,
+            ))
         });
         let settlement = turn
             .settle(cx, ToolCall::new(request.name.as_ref(), arguments))
@@ -514,12 +535,28 @@ async fn forward_progress(
     peer: Peer<RoleServer>,
     token: ProgressToken,
     mut updates: mpsc::Receiver<Progress>,
+    heartbeat_every: Duration,
 ) {
+    let started = tokio::time::Instant::now();
+    let mut heartbeat = tokio::time::interval_at(started + heartbeat_every, heartbeat_every);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut count = 0.0;
-    while let Some(update) = updates.recv().await {
+    loop {
+        let message = tokio::select! {
+            update = updates.recv() => match update {
+                Some(update) => {
+                    heartbeat.reset();
+                    progress_message(&update)
+                }
+                None => return,
+            },
+            _ = heartbeat.tick() => {
+                Some(format!("still running ({} s)", started.elapsed().as_secs()))
+            }
+        };
         count += 1.0;
         let mut param = ProgressNotificationParam::new(token.clone(), count);
-        if let Some(message) = progress_message(&update) {
+        if let Some(message) = message {
             param = param.with_message(message);
         }
         if peer.notify_progress(param).await.is_err() {

@@ -107,8 +107,20 @@ fn fixture() -> Fixture {
             }
         }
     });
+    let quiet = Tool::new(
+        "Works for a second without a word.",
+        |_: Empty, _cx| async move {
+            tokio::time::sleep(Duration::from_millis(1_000)).await;
+            Ok::<_, ToolFailure>("finished".to_owned())
+        },
+    );
     let tools = location
-        .register(ToolSet::new().with("steps", steps).with("remove", remove))
+        .register(
+            ToolSet::new()
+                .with("steps", steps)
+                .with("remove", remove)
+                .with("quiet", quiet),
+        )
         .expect("register the test tools");
     Fixture {
         location,
@@ -167,7 +179,8 @@ struct Connected {
 
 async fn connect(fixture: &Fixture, answer: Option<ElicitResult>) -> Connected {
     let server = TackleServer::new(fixture.location.clone(), AllTools)
-        .with_client_calls(fixture.calls.clone());
+        .with_client_calls(fixture.calls.clone())
+        .with_progress_heartbeat(HEARTBEAT);
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     let server_task = tokio::spawn(async move { serve(server_io, server).await });
     let (progress_tx, progress) = mpsc::unbounded_channel();
@@ -222,6 +235,34 @@ async fn progress_reaches_the_client_under_its_token_in_order() {
     }
     let messages: Vec<_> = seen.iter().map(|u| u.message.clone().unwrap()).collect();
     assert_eq!(messages, ["step 1", "step 2", "step 3", "last line"]);
+}
+
+/// The progress heartbeat of the test server (the real default is 15 s).
+const HEARTBEAT: Duration = Duration::from_millis(300);
+
+#[tokio::test]
+async fn a_silent_call_still_sends_progress_so_clients_do_not_time_it_out() {
+    let fixture = fixture();
+    let mut connected = connect(&fixture, None).await;
+    let result = call_with(
+        connected.client.peer(),
+        CallToolRequestParams::new("quiet").with_arguments(JsonObject::new()),
+    )
+    .await;
+    assert_eq!(texts(&result), "finished");
+    let mut seen = Vec::new();
+    while let Ok(Some(update)) =
+        tokio::time::timeout(Duration::from_millis(500), connected.progress.recv()).await
+    {
+        seen.push(update);
+    }
+    // One second of silence with a 300 ms heartbeat: three beats (the last may race the end).
+    assert!((2..=3).contains(&seen.len()), "{seen:?}");
+    for (index, update) in seen.iter().enumerate() {
+        assert_eq!(update.progress, (index + 1) as f64, "progress increases");
+        let message = update.message.as_deref().unwrap_or_default();
+        assert!(message.starts_with("still running ("), "{message}");
+    }
 }
 
 fn accept(content: Value) -> ElicitResult {
