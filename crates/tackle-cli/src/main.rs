@@ -208,21 +208,11 @@ fn config_check(
             "mcp": config.mcp.iter().map(config::McpServer::to_json).collect::<Vec<_>>(),
             "models": config.models.iter().map(config::ModelTools::to_json).collect::<Vec<_>>(),
             "overrides": config.overrides,
-            "lsp": config.lsp_servers().iter().map(|server| serde_json::json!({
-                "name": server.name, "command": server.command,
-                "extensions": server.extensions, "disabled": server.disabled,
-            })).collect::<Vec<_>>(),
-            "formatters": config.formatters().map(|list| list.iter().map(|formatter| {
-                serde_json::json!({
-                    "name": formatter.name, "command": formatter.command,
-                    "extensions": formatter.extensions, "disabled": formatter.disabled,
-                })
-            }).collect::<Vec<_>>()),
-            "hooks": config.hooks().iter().map(|hook| serde_json::json!({
-                "when": match hook.when { config::HookWhen::Before => "before", config::HookWhen::After => "after" },
-                "tools": hook.tools, "command": hook.command,
-                "file": hook.file.display().to_string(),
-            })).collect::<Vec<_>>(),
+            "lsp": config.lsp_servers().iter().map(config::LspServer::to_json).collect::<Vec<_>>(),
+            "formatters": config.formatters().map(|list| {
+                list.iter().map(config::Formatter::to_json).collect::<Vec<_>>()
+            }),
+            "hooks": config.hooks().iter().map(config::CommandHook::to_json).collect::<Vec<_>>(),
         }))?,
         (Err(problems), true) => serde_json::to_string_pretty(&serde_json::json!({
             "ok": false,

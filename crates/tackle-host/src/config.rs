@@ -298,6 +298,20 @@ pub struct CommandHook {
     pub project: bool,
 }
 
+impl CommandHook {
+    /// A summary for `config check --json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let when = match self.when {
+            HookWhen::Before => "before",
+            HookWhen::After => "after",
+        };
+        json!({
+            "when": when, "tools": self.tools, "command": self.command,
+            "file": self.file.display().to_string(),
+        })
+    }
+}
+
 /// When a command hook runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HookWhen {
@@ -324,6 +338,16 @@ pub struct LspServer {
     pub disabled: bool,
 }
 
+impl LspServer {
+    /// A summary for `config check --json`; environment values are not shown.
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "name": self.name, "command": self.command,
+            "extensions": self.extensions, "disabled": self.disabled,
+        })
+    }
+}
+
 /// One formatter as configured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Formatter {
@@ -337,6 +361,16 @@ pub struct Formatter {
     pub environment: Vec<(String, String)>,
     /// Turned off.
     pub disabled: bool,
+}
+
+impl Formatter {
+    /// A summary for `config check --json`; environment values are not shown.
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "name": self.name, "command": self.command,
+            "extensions": self.extensions, "disabled": self.disabled,
+        })
+    }
 }
 
 /// The files that apply to `root`, in the order they are read, without the `--config` file.

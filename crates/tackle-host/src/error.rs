@@ -64,3 +64,16 @@ pub enum HostError {
         message: String,
     },
 }
+
+impl HostError {
+    /// A `map_err` adapter: the store named `store` failed to open with `error`.
+    pub(crate) fn store<E>(store: &'static str) -> impl FnOnce(E) -> Self
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        move |error| HostError::Store {
+            store,
+            source: Box::new(error),
+        }
+    }
+}

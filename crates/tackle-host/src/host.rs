@@ -150,12 +150,8 @@ impl HostBuilder {
         let config = Arc::new(config);
         let mut warnings = Vec::new();
 
-        let store_error = |store: &'static str| {
-            move |e: Box<dyn std::error::Error + Send + Sync>| HostError::Store { store, source: e }
-        };
         let output_dir = data_dir.join("tool-output");
-        let store =
-            FsOutputStore::new(&output_dir).map_err(|e| store_error("output store")(e.into()))?;
+        let store = FsOutputStore::new(&output_dir).map_err(HostError::store("output store"))?;
         store.spawn_sweep_once(DEFAULT_RETENTION);
         let spool_dir = spool_dir(&data_dir);
         {
@@ -163,13 +159,11 @@ impl HostBuilder {
             std::thread::spawn(move || bash::sweep_spools(&spool_dir, bash::SPOOL_MAX_AGE));
         }
         let journal_path = data_dir.join("journal.sqlite3");
-        let journal =
-            SqliteJournal::open(&journal_path).map_err(|e| store_error("journal")(e.into()))?;
+        let journal = SqliteJournal::open(&journal_path).map_err(HostError::store("journal"))?;
         let approvals = SqliteSavedApprovals::open(&journal_path)
-            .map_err(|e| store_error("saved approvals")(e.into()))?;
+            .map_err(HostError::store("saved approvals"))?;
         let session_state = Arc::new(
-            SqliteSessionState::open(&journal_path)
-                .map_err(|e| store_error("session state")(e.into()))?,
+            SqliteSessionState::open(&journal_path).map_err(HostError::store("session state"))?,
         );
 
         // Created here so the preset can allow its canonical path.
@@ -196,7 +190,7 @@ impl HostBuilder {
         };
         let permissions = Arc::new(
             PermissionService::new(root.to_string_lossy(), approver, Arc::new(approvals))
-                .map_err(|e| store_error("saved approvals")(e.into()))?,
+                .map_err(HostError::store("saved approvals"))?,
         );
         fallback.attach(&permissions);
         if let Some(eliciting) = &eliciting {

@@ -232,8 +232,9 @@ impl TackleServer {
     /// Sends a progress notification at least this often while a call that carries a progress
     /// token runs (default [`PROGRESS_HEARTBEAT`]), so that a client which times a call out
     /// after a silent spell (OpenCode: 60 s, reset on progress) does not abandon a long, quiet
-    /// command.
+    /// command. A zero period is read as one millisecond.
     pub fn with_progress_heartbeat(self, every: Duration) -> Self {
+        let every = every.max(Duration::from_millis(1));
         self.reconfigure(|inner| inner.progress_heartbeat = every)
     }
 
