@@ -383,3 +383,25 @@ async fn serve_runs_command_hooks() {
     );
     client.cancel().await.unwrap();
 }
+
+#[test]
+fn a_hook_that_calls_tackle_does_not_run_itself_again() {
+    let project = Project::new();
+    let marker = project.data.path().join("nested-ran");
+    // The hook runs tackle on the same project, whose configuration has the same hook.
+    let nested = format!(
+        "'{}' --root '{}' --data-dir '{}' --session nested call read '{{\"filePath\":\"notes.txt\"}}' >/dev/null && touch '{}'",
+        env!("CARGO_BIN_EXE_tackle"),
+        project.root.path().display(),
+        project.data.path().display(),
+        marker.display()
+    );
+    project.user_config(json!({"hooks": {"before": [
+        {"tools": ["read"], "command": ["sh", "-c", nested], "timeoutMs": 20000}
+    ]}}));
+    let started = std::time::Instant::now();
+    let (output, record) = project.call("outer", "read", json!({"filePath": "notes.txt"}), &[]);
+    assert_eq!(output.status.code(), Some(0), "{record}");
+    assert!(marker.exists(), "the nested tackle's read did not succeed");
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+}

@@ -229,10 +229,19 @@ impl HostBuilder {
         )?;
         let hooks = Hooks::new();
         let layers = policy::layers(gate.clone(), session_state, hooks.clone());
-        // The configuration's command hooks come first, before any plugin's.
+        // The configuration's command hooks come first, before any plugin's. Inside a hook they
+        // are off: the hook's own `tackle` would run the hook again.
+        let in_hook = std::env::var_os(policy::command::IN_HOOK_ENV).is_some();
+        if in_hook && !config.hooks().is_empty() {
+            warnings.push(format!(
+                "command hooks are off: this tackle runs inside a hook ({} is set)",
+                policy::command::IN_HOOK_ENV
+            ));
+        }
         let command_hooks = config
             .hooks()
             .iter()
+            .filter(|_| !in_hook)
             .map(|hook| {
                 hooks.register(
                     policy::command::CommandHookRunner::name(hook),

@@ -16,6 +16,9 @@
 //! A hook from the project's own `.tackle/config.json` runs only once `hook_trust` allows it,
 //! as a project's custom tools do: cloning a repository must not be enough to run its commands.
 //! Hooks from the user's file and the `--config` file are trusted.
+//!
+//! A hook runs with [`IN_HOOK_ENV`] set, and a host started under it registers no command
+//! hooks: a hook that calls `tackle` gets a plain tool layer instead of its own hook again.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -30,6 +33,10 @@ use tokio::sync::Mutex;
 
 use super::hooks::Hook;
 use crate::config::{CommandHook, HookWhen};
+
+/// Set in every hook's environment. A tackle started with it runs no command hooks, so a hook
+/// that calls `tackle` cannot start itself again, and again.
+pub(crate) const IN_HOOK_ENV: &str = "TACKLE_IN_HOOK";
 
 /// The most of a hook's stdout or stderr kept; the rest is read and dropped.
 const MAX_STREAM_BYTES: usize = 64 * 1024;
@@ -112,6 +119,7 @@ impl CommandHookRunner {
             .args(args)
             .current_dir(&self.root)
             .env("TACKLE_ROOT", &self.root)
+            .env(IN_HOOK_ENV, "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -145,34 +153,25 @@ impl CommandHookRunner {
             (out, err, status)
         };
         let outcome = tokio::select! {
-            outcome = tokio::time::timeout(self.hook.timeout, work) => outcome,
-            () = cx.cancellation().cancelled() => {
-                kill_group(pgid);
-                return Err("the call was cancelled while it ran".to_owned());
-            }
-        };
-        match outcome {
-            Ok((out, err, Ok(status))) => {
-                // A hook's own background children must not outlive it.
-                kill_group(pgid);
-                Ok(Finished {
+            outcome = tokio::time::timeout(self.hook.timeout, work) => match outcome {
+                Ok((out, err, Ok(status))) => Ok(Finished {
                     code: status.code(),
                     stdout: out,
                     stderr: err,
-                })
-            }
-            Ok((_, _, Err(e))) => {
-                kill_group(pgid);
-                Err(format!("it could not be waited for: {e}"))
-            }
-            Err(_) => {
-                kill_group(pgid);
-                Err(format!(
+                }),
+                Ok((_, _, Err(e))) => Err(format!("it could not be waited for: {e}")),
+                Err(_) => Err(format!(
                     "it timed out after {} ms and was stopped",
                     self.hook.timeout.as_millis()
-                ))
+                )),
+            },
+            () = cx.cancellation().cancelled() => {
+                Err("the call was cancelled while it ran".to_owned())
             }
-        }
+        };
+        // However it ended, nothing the hook started outlives it.
+        kill_group(pgid);
+        outcome
     }
 
     fn before_input(cx: &Context, tool: &str, arguments: &Map<String, Value>) -> Value {
