@@ -440,11 +440,19 @@ fn each_builtin_feature_compiles_only_its_own_stacks() {
     let shell = ["tree-sitter", "tree-sitter-bash"];
     // globset comes with `ignore`, which every walker uses; ripgrep's searcher does not.
     let search = ["grep"];
+    // The language-server client; diagnostics and their grammars never enter the built-ins.
+    let lsp = [
+        "tackle-lsp",
+        "lsp-types",
+        "tackle-diagnostics",
+        "tree-sitter-python",
+    ];
     for (features, absent) in [
-        ("fs", [&web[..], &shell, &search].concat()),
-        ("search", [&web[..], &shell].concat()),
-        ("shell", [&web[..], &search].concat()),
-        ("agent", [&web[..], &shell, &search].concat()),
+        ("fs", [&web[..], &shell, &search, &lsp].concat()),
+        ("search", [&web[..], &shell, &lsp].concat()),
+        ("shell", [&web[..], &search, &lsp].concat()),
+        ("agent", [&web[..], &shell, &search, &lsp].concat()),
+        ("lsp", [&web[..], &shell, &search].concat()),
     ] {
         let tree = builtins_tree(features);
         assert_none(
@@ -453,7 +461,8 @@ fn each_builtin_feature_compiles_only_its_own_stacks() {
         );
     }
     // The check can see them: the full set has every stack.
-    let all = builtins_tree("fs,search,shell,web,agent");
+    let all = builtins_tree("fs,search,shell,web,agent,lsp");
     assert_eq!(crates(&all, &web).len(), web.len(), "{all}");
     assert_eq!(crates(&all, &shell).len(), shell.len());
+    assert_eq!(crates(&all, &lsp[..2]).len(), 2, "{all}");
 }

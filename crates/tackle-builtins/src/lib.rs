@@ -20,8 +20,10 @@
 //! The tools are split by cargo feature along their dependencies, all on by default: `fs`
 //! (read, write, edit, multiedit, apply_patch, list), `search` (grep, glob: ripgrep's crates),
 //! `shell` (bash and custom command tools: tree-sitter), `web` (webfetch, websearch: the HTTP
-//! client, TLS, the HTML converter) and `agent` (todo, task, question, skill). A host that
-//! offers only the file tools compiles none of the network or parser stacks.
+//! client, TLS, the HTML converter), `agent` (todo, task, question, skill) and `lsp` (the `lsp`
+//! tool: tackle's language-server client). A host that offers only the file tools compiles none
+//! of the network, parser or LSP stacks; what follows their changes (formatting, diagnostics)
+//! reaches them through core's `ChangeReview` port.
 
 #![deny(missing_docs)]
 
@@ -34,6 +36,8 @@ pub use fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved, StaleRead, W
 pub use gate::{Ask, Gate};
 #[cfg(feature = "fs")]
 pub use tools::file_tools;
+#[cfg(feature = "lsp")]
+pub use tools::lsp_tools;
 #[cfg(feature = "search")]
 pub use tools::search_tools;
 #[cfg(feature = "agent")]

@@ -31,7 +31,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use tackle_core::names::{Permission, ToolName};
-use tackle_core::{AnyTool, Context, SessionState, ToolFailure};
+use tackle_core::{AnyTool, ChangeReview, Context, FileChange, SessionState, ToolFailure};
 #[cfg(feature = "agent")]
 use tackle_permission::{Agent, Ruleset};
 
@@ -53,6 +53,8 @@ mod grep;
 mod instructions;
 #[cfg(feature = "fs")]
 mod list;
+#[cfg(feature = "lsp")]
+mod lsp;
 #[cfg(feature = "agent")]
 mod question;
 #[cfg(feature = "fs")]
@@ -100,6 +102,8 @@ pub use glob::{GlobInput, GlobOutput};
 pub use grep::{GrepInput, GrepOutput};
 #[cfg(feature = "fs")]
 pub use list::{ListInput, ListOutput};
+#[cfg(feature = "lsp")]
+pub use lsp::{LspInput, LspOperation, LspOutput};
 #[cfg(feature = "agent")]
 pub use question::{
     Answer, AskFuture, MAX_HEADER_CHARS, Question, QuestionAnswer, QuestionAsker, QuestionInput,
@@ -160,6 +164,8 @@ pub struct ToolEnv {
     pub(crate) instructions: instructions::Shown,
     /// Where session facts persist, when the host provides a store.
     pub(crate) state: Option<Arc<dyn SessionState>>,
+    /// What follows a change (formatting, diagnostics), when the host wires it.
+    pub(crate) review: Option<Arc<dyn ChangeReview>>,
 }
 
 impl fmt::Debug for ToolEnv {
@@ -184,6 +190,7 @@ impl ToolEnv {
             options: Arc::new(FileToolOptions::default()),
             instructions: instructions::Shown::default(),
             state: None,
+            review: None,
         }
     }
 
@@ -213,6 +220,13 @@ impl ToolEnv {
         self
     }
 
+    /// Runs `review` after every change the file tools make: its formatter, then its report,
+    /// which the model reads with the result; and tells it what `read` read.
+    pub fn with_review(mut self, review: Arc<dyn ChangeReview>) -> Self {
+        self.review = Some(review);
+        self
+    }
+
     /// The Location filesystem service.
     pub fn fs(&self) -> &LocationFs {
         &self.fs
@@ -223,7 +237,7 @@ impl ToolEnv {
         &self.reads
     }
 
-    #[cfg(any(feature = "fs", feature = "search", feature = "shell"))]
+    #[cfg(any(feature = "fs", feature = "search", feature = "shell", feature = "lsp"))]
     /// Resolves `path` and asks `external_directory` when it lies outside the Location.
     pub(crate) async fn resolve(&self, cx: &Context, path: &str) -> Result<Resolved, ToolFailure> {
         let target = self.fs.resolve(path).await.map_err(failure)?;
@@ -250,6 +264,72 @@ impl ToolEnv {
         let guard = self.fs.lock(&target).await;
         Ok((target, name, guard))
     }
+}
+
+/// A file as written and then formatted.
+#[cfg(feature = "fs")]
+pub(crate) struct Formatted {
+    /// The bytes now in the file.
+    pub(crate) bytes: Vec<u8>,
+    /// Their text.
+    pub(crate) raw: String,
+}
+
+#[cfg(feature = "fs")]
+impl ToolEnv {
+    /// After a write of `bytes` (the text `raw`) landed: the project's formatter, if one applies,
+    /// and its result written back with compare-and-swap under the lock the tool still holds.
+    /// `None` when nothing was formatted (no formatter, no change, or the file changed meanwhile).
+    pub(crate) async fn format_written(
+        &self,
+        guard: &PathGuard,
+        path: &std::path::Path,
+        bytes: &[u8],
+        raw: &str,
+        encoding: &crate::text::Encoding,
+    ) -> Option<Formatted> {
+        let review = self.review.as_ref()?;
+        let formatted = review.format(path, raw).await?;
+        let new = crate::text::encode(&formatted, encoding);
+        match guard.write_if_unchanged(Some(bytes), &new).await {
+            Ok(_) => Some(Formatted {
+                bytes: new,
+                raw: formatted,
+            }),
+            // Changed meanwhile: what the tool wrote stays, unformatted.
+            Err(_) => None,
+        }
+    }
+
+    /// The review's report on `changes`, as text to append to the result (empty for none).
+    pub(crate) async fn diagnose(&self, changes: &[FileChange]) -> String {
+        match &self.review {
+            Some(review) => review.diagnose(changes).await.unwrap_or_default(),
+            None => String::new(),
+        }
+    }
+
+    /// Tells the review that `path` was read as `text`.
+    pub(crate) fn opened(&self, path: &std::path::Path, text: &str) {
+        if let Some(review) = &self.review {
+            review.opened(path, text);
+        }
+    }
+}
+
+/// The note a result carries when the formatter changed the file.
+#[cfg(feature = "fs")]
+pub(crate) const FORMATTED_NOTE: &str =
+    "The project's formatter then reformatted the file; the diff shows its final content.";
+
+/// The `lsp` tool over `manager`, named as the model calls it. A host offers it only when a
+/// server is configured for some language of the Location.
+#[cfg(feature = "lsp")]
+pub fn lsp_tools(
+    env: &ToolEnv,
+    manager: Arc<tackle_lsp::LspManager>,
+) -> Vec<(&'static str, AnyTool)> {
+    vec![(ToolName::LSP.as_str(), lsp::tool(env, manager))]
 }
 
 /// The file tools, named as the model calls them: `read`, `write`, `edit`, `multiedit`,
@@ -368,7 +448,7 @@ pub(crate) fn human(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-#[cfg(any(feature = "fs", feature = "search", feature = "shell"))]
+#[cfg(any(feature = "fs", feature = "search", feature = "shell", feature = "lsp"))]
 /// A model-facing failure from any displayable error.
 pub(crate) fn failure(error: impl fmt::Display) -> ToolFailure {
     ToolFailure::new(error.to_string())

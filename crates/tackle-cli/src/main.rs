@@ -200,6 +200,7 @@ fn config_check(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let result = config::load(root, flag);
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
     let text = match (&result, json) {
         (Ok(config), true) => serde_json::to_string_pretty(&serde_json::json!({
             "ok": true,
@@ -208,26 +209,33 @@ fn config_check(
             "mcp": config.mcp.iter().map(config::McpServer::to_json).collect::<Vec<_>>(),
             "models": config.models.iter().map(config::ModelTools::to_json).collect::<Vec<_>>(),
             "overrides": config.overrides,
-            "lsp": config.lsp_servers().iter().map(config::LspServer::to_json).collect::<Vec<_>>(),
-            "formatters": config.formatters().map(|list| {
-                list.iter().map(config::Formatter::to_json).collect::<Vec<_>>()
-            }),
+            "lsp": tackle_host::servers_json(config, &path_var),
+            "formatters": tackle_host::formatters_json(config, &path_var),
             "hooks": config.hooks().iter().map(config::CommandHook::to_json).collect::<Vec<_>>(),
         }))?,
         (Err(problems), true) => serde_json::to_string_pretty(&serde_json::json!({
             "ok": false,
             "errors": problems.0.iter().map(config::Problem::to_json).collect::<Vec<_>>(),
         }))?,
-        (Ok(config), false) if config.files.is_empty() => "ok: no configuration files".to_owned(),
-        (Ok(config), false) => format!(
-            "ok: {}",
-            config
-                .files
-                .iter()
-                .map(|f| f.display().to_string())
+        (Ok(config), false) => {
+            let files = if config.files.is_empty() {
+                "ok: no configuration files".to_owned()
+            } else {
+                format!(
+                    "ok: {}",
+                    config
+                        .files
+                        .iter()
+                        .map(|f| f.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            std::iter::once(files)
+                .chain(tackle_host::code_summary(config, &path_var))
                 .collect::<Vec<_>>()
-                .join(", ")
-        ),
+                .join("\n")
+        }
         (Err(problems), false) => problems.to_string(),
     };
     print_stdout(&text)?;

@@ -50,8 +50,9 @@ pub use context::{Context, Progress, SubCallError};
 pub use failure::ToolFailure;
 pub use ids::{AgentId, CallId, CallIdentity, MessageId, RegistrationId, SessionId};
 pub use ports::{
-    Journal, JournalError, ManagedRef, OutcomeKind, OutputStore, ParseOutcomeKindError,
-    PhaseTimings, RetentionError, SessionState, SessionStateError, SettlementRecord,
+    ChangeReview, FileChange, Journal, JournalError, ManagedRef, OutcomeKind, OutputStore,
+    ParseOutcomeKindError, PhaseTimings, RetentionError, SessionState, SessionStateError,
+    SettlementRecord,
 };
 pub use provider::{
     GEMINI_KEYWORDS, OPENAI_DROPPED, ParseProviderError, Provider, SchemaCompatError, export_tool,

@@ -48,6 +48,8 @@ impl ToolName {
     pub const SKILL: Self = Self("skill");
     /// `batch`: several calls at once.
     pub const BATCH: Self = Self("batch");
+    /// Asks the project's language servers (definitions, references, hover, symbols, calls).
+    pub const LSP: Self = Self("lsp");
 
     /// The tools that change files and share the [`Permission::EDIT`] permission.
     pub const EDIT_FAMILY: [Self; 4] =
@@ -110,6 +112,8 @@ impl Permission {
     pub const PLAN_EXIT: Self = Self("plan_exit");
     /// Loading a skill; the pattern is the skill's name.
     pub const SKILL: Self = Self("skill");
+    /// Asking the language servers; the pattern is the file.
+    pub const LSP: Self = Self("lsp");
     /// A path outside the Location.
     pub const EXTERNAL_DIRECTORY: Self = Self("external_directory");
     /// The third identical call in a row.

@@ -1,7 +1,9 @@
-//! The ports tackle needs from the outside world: managed output storage, the journal and session state.
+//! The ports tackle needs from the outside world: managed output storage, the journal, session
+//! state, and what follows a file change (formatting and diagnostics).
 //!
-//! Core defines them; `tackle-store` implements them; the host wires one of each into a registry
-//! (output store, journal) or into the built-in tools (session state).
+//! Core defines them; `tackle-store` and `tackle-diagnostics` implement them; the host wires one of
+//! each into a registry (output store, journal) or into the built-in tools (session state, change
+//! review).
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -226,6 +228,42 @@ pub trait SessionState: Send + Sync + 'static {
 
     /// Stores `value` under `key` for `session`, or removes the key when `value` is `None`.
     fn put(&self, session: &str, key: &str, value: Option<&str>) -> Result<(), SessionStateError>;
+}
+
+/// A file a tool changed: its text before and after, `None` for absent (created or deleted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileChange {
+    /// The file's real path.
+    pub path: PathBuf,
+    /// How the model names it (relative to the Location when inside it).
+    pub display: String,
+    /// The text before the change; `None` when the file was created.
+    pub before: Option<String>,
+    /// The text after the change; `None` when the file was deleted.
+    pub after: Option<String>,
+}
+
+/// What follows a file tool's change: the project's formatter, and the report of errors the
+/// change introduced (language servers, syntax checks), which the model reads with the result.
+///
+/// The file tools call it after their write landed; a host that wants none of this wires none.
+///
+/// Be careful when:
+/// - implementing `format`. Return the formatted text, never write the file: the tool writes it
+///   under its lock with compare-and-swap, so a file changed meanwhile is not overwritten.
+/// - implementing `diagnose`. It runs while the model waits: bound every wait (a server that
+///   never answers yields the report without it and a note), and never fail the call.
+pub trait ChangeReview: Send + Sync + 'static {
+    /// `text` formatted by the formatter configured for `path`, or `None` when none applies, it
+    /// failed, or it changed nothing.
+    fn format<'a>(&'a self, path: &'a Path, text: &'a str) -> BoxFuture<'a, Option<String>>;
+
+    /// `path` was read with this text: a chance to warm up, so the next change of it is
+    /// compared against a known state. It must return at once.
+    fn opened(&self, path: &Path, text: &str);
+
+    /// The report on `changes` (already written), or `None` when there is nothing to say.
+    fn diagnose<'a>(&'a self, changes: &'a [FileChange]) -> BoxFuture<'a, Option<String>>;
 }
 
 #[cfg(test)]

@@ -279,6 +279,10 @@ pub struct Config {
     formatters: Option<Vec<(String, FormatterSection)>>,
     /// Command hooks, in file order, each with the file that defined it.
     hooks: Vec<CommandHook>,
+    /// `diagnostics.waitMs`.
+    diagnostics_wait_ms: Option<u64>,
+    /// `diagnostics.startTimeoutMs`.
+    lsp_start_timeout_ms: Option<u64>,
 }
 
 /// A command hook from a configuration file.
@@ -545,6 +549,16 @@ impl Config {
                 })
                 .collect()
         })
+    }
+
+    /// How long an edit waits for a language server's diagnostics (default 2 s).
+    pub fn diagnostics_wait(&self) -> Duration {
+        Duration::from_millis(self.diagnostics_wait_ms.unwrap_or(2_000))
+    }
+
+    /// How long a language server may take to start (default 10 s).
+    pub fn lsp_start_timeout(&self) -> Duration {
+        Duration::from_millis(self.lsp_start_timeout_ms.unwrap_or(10_000))
     }
 
     /// The command hooks, in file order.

@@ -206,9 +206,11 @@ impl HostBuilder {
             path: root.clone(),
             source: std::io::Error::other(source.to_string()),
         })?;
+        let code = crate::code::build(root.clone(), &config);
         let env = ToolEnv::new(fs)
             .with_gate(gate.clone())
-            .with_session_state(session_state.clone());
+            .with_session_state(session_state.clone())
+            .with_review(code.review.clone());
 
         let location = Location::new(
             root.clone(),
@@ -224,6 +226,7 @@ impl HostBuilder {
                 home: self.home.as_deref(),
                 spool_dir: &spool_dir,
                 question: self.question,
+                lsp: code.lsp.clone(),
             },
             &mut warnings,
         )?;
@@ -288,6 +291,7 @@ impl HostBuilder {
             default_agent: self.default_agent,
             default_model: self.default_model,
             warnings: Mutex::new(warnings),
+            lsp: code.lsp,
         })
     }
 }
@@ -349,9 +353,27 @@ pub struct Host {
     default_agent: String,
     default_model: Option<Model>,
     warnings: Mutex<Vec<String>>,
+    /// The language servers; dropping the host kills them.
+    lsp: Option<Arc<tackle_lsp::LspManager>>,
 }
 
 impl Host {
+    /// Shuts the language servers down gracefully (`shutdown`, `exit`, then a kill of each
+    /// process group). Dropping the host kills them at once instead.
+    pub async fn shutdown(&self) {
+        if let Some(lsp) = &self.lsp {
+            lsp.shutdown().await;
+        }
+    }
+
+    /// The language servers running now, by name.
+    pub fn language_servers_running(&self) -> Vec<String> {
+        self.lsp
+            .as_ref()
+            .map(|lsp| lsp.running())
+            .unwrap_or_default()
+    }
+
     /// A builder for a host of the Location at `root`.
     pub fn builder(root: impl Into<PathBuf>) -> HostBuilder {
         HostBuilder::new(root)

@@ -32,6 +32,7 @@
 
 mod agents;
 mod approvals;
+mod code;
 pub mod config;
 mod error;
 mod host;
@@ -42,6 +43,10 @@ pub mod policy;
 mod toolsets;
 
 pub use approvals::{Answer, Approvals, Asker};
+pub use code::{
+    FormatterStatus, code_summary, formatter_statuses, formatters_json, server_statuses,
+    servers_json,
+};
 pub use config::{Config, Model};
 pub use error::HostError;
 pub use host::{Host, HostBuilder, TurnSpec, default_data_dir, spool_dir};

@@ -30,6 +30,8 @@ pub(crate) struct Options<'a> {
     pub(crate) spool_dir: &'a Path,
     /// Who answers the `question` tool; without one it is not offered.
     pub(crate) question: Option<Arc<dyn QuestionAsker>>,
+    /// The language servers the `lsp` tool asks; without any it is not offered.
+    pub(crate) lsp: Option<Arc<tackle_lsp::LspManager>>,
 }
 
 /// The registered tool sets; dropping them unregisters the tools.
@@ -196,6 +198,10 @@ fn builtin_tools(
             Vec::new()
         } else {
             skill_tools(env, skills)
+        })
+        .chain(match &options.lsp {
+            Some(manager) => tackle_builtins::lsp_tools(env, manager.clone()),
+            None => Vec::new(),
         })
         .filter(|(name, _)| !config.is_disabled(name))
         .map(|(name, tool)| (name.to_owned(), tool))

@@ -17,7 +17,7 @@ use tackle_edit::diff::LineDiff;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, FileChange as ReviewChange, State, Tool, ToolFailure};
 use tackle_edit::patch::{FileChange, MatchLevel, Operation, Patch, PatchError};
 
 use super::write::current_bytes;
@@ -463,12 +463,77 @@ async fn apply(
             }
         }
     }
+    // The formatter, per written file, through the locks still held; then the diagnostics.
+    let mut reformatted = Vec::new();
+    let mut reviewed = Vec::new();
+    for (index, step) in steps.iter().enumerate() {
+        let (target, old, new) = match step {
+            Step::Add { target, bytes } => (target, None, bytes),
+            Step::Update { target, old, new } => (target, Some(old), new),
+            Step::Move { from, to, old, new } => {
+                reviewed.push(ReviewChange {
+                    path: from.path.clone(),
+                    display: from.display_name(),
+                    before: text::decode(old).ok().map(|d| d.text),
+                    after: None,
+                });
+                (to, Some(old), new)
+            }
+            Step::Delete { target, old } => {
+                reviewed.push(ReviewChange {
+                    path: target.path.clone(),
+                    display: target.display_name(),
+                    before: text::decode(old).ok().map(|d| d.text),
+                    after: None,
+                });
+                continue;
+            }
+            Step::RemoveLink { .. } | Step::MoveLink { .. } => continue,
+        };
+        let Ok(decoded) = text::decode(new) else {
+            continue;
+        };
+        let before = old.and_then(|old| text::decode(old).ok()).map(|d| d.text);
+        let mut after = decoded.text;
+        let guard = guard_of(&guards, target);
+        if let Some(done) = env
+            .format_written(guard, &target.path, new, &after, &decoded.encoding)
+            .await
+        {
+            env.reads.record_read(cx.session(), target, &done.bytes);
+            let before_lf = text::to_lf(before.as_deref().unwrap_or(""));
+            let after_lf = text::to_lf(&done.raw);
+            let change = text::TextChange::new(
+                &target.display_name(),
+                &LineDiff::compute(&before_lf, &after_lf),
+            );
+            files[index].additions = change.additions;
+            files[index].deletions = change.deletions;
+            diffs[index] = change.diff;
+            reformatted.push(target.display_name());
+            after = done.raw;
+        }
+        reviewed.push(ReviewChange {
+            path: target.path.clone(),
+            display: target.display_name(),
+            before,
+            after: Some(after),
+        });
+    }
     drop(guards);
 
+    let mut output = summary(&steps, &fuzzy);
+    if !reformatted.is_empty() {
+        output.push_str(&format!(
+            "\nThe project's formatter then reformatted {}; the diff shows the final content.",
+            reformatted.join(", ")
+        ));
+    }
+    output.push_str(&env.diagnose(&reviewed).await);
     Ok(ApplyPatchOutput {
-        output: summary(&steps, &fuzzy),
+        output,
         files,
-        diff,
+        diff: diffs.concat(),
     })
 }
 

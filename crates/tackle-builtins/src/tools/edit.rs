@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tackle_core::names::Permission;
-use tackle_core::{AnyTool, Context, State, Tool, ToolFailure, thousands};
+use tackle_core::{AnyTool, Context, FileChange, State, Tool, ToolFailure, thousands};
 use tackle_edit::diff::{LineDiff, Splice, compose};
 use tackle_edit::replace::{EditError, Strategy, replace};
 
@@ -295,10 +295,32 @@ async fn apply(
         .write_if_unchanged(before.bytes.as_deref(), &bytes)
         .await
         .map_err(failure)?;
+    let (mut bytes, mut new_raw, mut change, mut formatted) = (bytes, new_raw, change, false);
+    if let Some(done) = env
+        .format_written(&guard, &target.path, &bytes, &new_raw, &before.encoding)
+        .await
+    {
+        let final_lf = text::to_lf(&done.raw);
+        change = text::TextChange::new(&name, &LineDiff::compute(&old_lf, &final_lf));
+        (bytes, new_raw, formatted) = (done.bytes, done.raw, true);
+    }
     env.reads.record_read(cx.session(), &target, &bytes);
 
     let created = before.bytes.is_none();
-    let output = summary(&name, created, &matches, &change);
+    let mut output = summary(&name, created, &matches, &change);
+    if formatted {
+        output.push('\n');
+        output.push_str(super::FORMATTED_NOTE);
+    }
+    output.push_str(
+        &env.diagnose(&[FileChange {
+            path: target.path.clone(),
+            display: name.clone(),
+            before: before.bytes.as_ref().map(|_| before.raw.clone()),
+            after: Some(new_raw),
+        }])
+        .await,
+    );
     Ok(MultiEditOutput {
         output,
         path: name,

@@ -192,6 +192,8 @@ async fn read(
     )
     .map_err(failure)?;
     env.reads.record_read(cx.session(), &target, &bytes);
+    // A language server opens the file now, so the next change is compared with a known state.
+    env.opened(&target.path, &decoded.text);
 
     let mut output = window.text.clone();
     let mut instructions = Vec::new();

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tackle_core::names::Permission;
-use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, FileChange, State, Tool, ToolFailure};
 use tackle_edit::diff::LineDiff;
 
 use super::{ToolEnv, failure};
@@ -103,10 +103,19 @@ async fn write(
                 .with_metadata(json!({ "filepath": name, "diff": change.diff })),
         )
         .await?;
-    let report = guard
+    guard
         .write_if_unchanged(old.as_deref(), &bytes)
         .await
         .map_err(failure)?;
+    let (mut bytes, mut new_raw, mut change, mut formatted) = (bytes, new_raw, change, false);
+    if let Some(done) = env
+        .format_written(&guard, &target.path, &bytes, &new_raw, &encoding)
+        .await
+    {
+        let final_lf = text::to_lf(&done.raw);
+        change = text::TextChange::new(&name, &LineDiff::compute(&old_lf, &final_lf));
+        (bytes, new_raw, formatted) = (done.bytes, done.raw, true);
+    }
     env.reads.record_read(cx.session(), &target, &bytes);
 
     let output = if old.is_none() {
@@ -128,6 +137,20 @@ async fn write(
             tackle_core::thousands(change.deletions)
         )
     };
+    let mut output = output;
+    if formatted {
+        output.push('\n');
+        output.push_str(super::FORMATTED_NOTE);
+    }
+    output.push_str(
+        &env.diagnose(&[FileChange {
+            path: target.path.clone(),
+            display: name.clone(),
+            before: previous.as_ref().map(|p| p.text.clone()),
+            after: Some(new_raw),
+        }])
+        .await,
+    );
     Ok(WriteOutput {
         output,
         path: name,
@@ -135,6 +158,6 @@ async fn write(
         additions: change.additions,
         deletions: change.deletions,
         diff: change.diff,
-        bytes: report.bytes_written,
+        bytes: bytes.len() as u64,
     })
 }

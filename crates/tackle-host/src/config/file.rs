@@ -45,6 +45,8 @@ pub(crate) struct TackleFile {
     pub(crate) lsp: Option<BTreeMap<String, LspSection>>,
     /// Formatters by name (OpenCode's `formatter` shape), or `false` for none.
     pub(crate) formatter: Option<FormatterSetting>,
+    /// How long the file tools wait for language servers.
+    pub(crate) diagnostics: Option<DiagnosticsSection>,
     /// Commands run around tool calls: `before` may rewrite or refuse a call, `after` observes.
     pub(crate) hooks: Option<HooksSection>,
 }
@@ -63,6 +65,7 @@ pub(crate) const TACKLE_KEYS: &[&str] = &[
     "overrides",
     "lsp",
     "formatter",
+    "diagnostics",
     "hooks",
 ];
 
@@ -231,6 +234,16 @@ pub(crate) struct LspSection {
     pub(crate) initialization: Option<serde_json::Value>,
     /// `true` turns a server (built in or configured earlier) off.
     pub(crate) disabled: Option<bool>,
+}
+
+/// How the file tools wait for language servers.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", expecting = "an object")]
+pub(crate) struct DiagnosticsSection {
+    /// How long an edit waits for a server's diagnostics, in milliseconds (default 2000).
+    pub(crate) wait_ms: Option<Positive>,
+    /// How long a server may take to start, in milliseconds (default 10000).
+    pub(crate) start_timeout_ms: Option<Positive>,
 }
 
 /// Formatters by name, or `false` for none.

@@ -10,9 +10,9 @@ use tackle_core::Direction;
 use tackle_permission::{AgentMode, ConfigContext, Ruleset, ruleset_from_config};
 
 use super::file::{
-    AgentModeName, AgentSection, DirectionName, FormatterSetting, HooksSection, LimitsSection,
-    LspSection, McpSection, ModelSection, NonEmpty, OpenCodeAgent, OpenCodeMcp, OrderedBools,
-    PermissionValue, ShellSection, Strings, TACKLE_KEYS,
+    AgentModeName, AgentSection, DiagnosticsSection, DirectionName, FormatterSetting, HooksSection,
+    LimitsSection, LspSection, McpSection, ModelSection, NonEmpty, OpenCodeAgent, OpenCodeMcp,
+    OrderedBools, PermissionValue, ShellSection, Strings, TACKLE_KEYS,
 };
 use super::json::{self, Entry, Node, Pos, Value};
 use super::{AgentConfig, Config, Dialect, McpServer, McpTransport, ModelTools, Problem};
@@ -130,6 +130,16 @@ impl Reader<'_> {
                 }
                 _ if !tackle => {}
                 "limits" => self.limits(path, node, config),
+                "diagnostics" => {
+                    if let Some(section) = self.decode::<DiagnosticsSection>(path, node) {
+                        if let Some(ms) = section.wait_ms {
+                            config.diagnostics_wait_ms = Some(ms.0);
+                        }
+                        if let Some(ms) = section.start_timeout_ms {
+                            config.lsp_start_timeout_ms = Some(ms.0);
+                        }
+                    }
+                }
                 "shell" => self.shell(path, node, config),
                 "disabledTools" => {
                     if let Some(names) = self.decode::<Strings>(path, node) {
