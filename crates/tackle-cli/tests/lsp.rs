@@ -441,3 +441,70 @@ fn servers_that_never_answer_or_never_report_do_not_hang_the_edit() {
     );
     assert!(project.server_processes().is_empty(), "no server is left");
 }
+
+#[test]
+fn a_configured_formatter_leaves_the_formatted_file_and_the_next_edit_is_not_stale() {
+    let Some(rustfmt) = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("rustfmt"))
+            .find(|p| p.exists())
+    }) else {
+        assert!(std::env::var("CI").is_err(), "rustfmt is not on PATH");
+        eprintln!("skipped: rustfmt is not on PATH");
+        return;
+    };
+    let mut project = Project::new(None);
+    project.path_var = format!("{}:/usr/bin:/bin", rustfmt.parent().unwrap().display());
+    project.write(".tackle/config.json", r#"{"formatter": {"rustfmt": {}}}"#);
+    let (out, _) = project.call(
+        "write",
+        json!({"filePath": "src/main.rs", "content": "fn  main( ){ let x=1 ; }\n"}),
+    );
+    assert_eq!(
+        project.read("src/main.rs"),
+        "fn main() {\n    let x = 1;\n}\n"
+    );
+    assert!(
+        out.contains("The project's formatter then reformatted the file"),
+        "{out}"
+    );
+    // No formatter's temporary copy is left next to the file.
+    let names: Vec<_> = std::fs::read_dir(project.root.path().join("src"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["main.rs"]);
+    // The session's read is the formatted file: editing it is not refused as stale, and the
+    // result's diff is of the final file.
+    let output = project
+        .command()
+        .args(["call", "--json", "edit"])
+        .arg(
+            json!({"filePath": "src/main.rs", "oldString": "let x = 1;", "newString": "let  y=2;"})
+                .to_string(),
+        )
+        .output()
+        .unwrap();
+    let record: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert_eq!(
+        project.read("src/main.rs"),
+        "fn main() {\n    let y = 2;\n}\n"
+    );
+    assert!(
+        text.contains("+    let y = 2;"),
+        "the diff is of the formatted file: {record}"
+    );
+    // `formatter: false` turns it off.
+    project.write(".tackle/config.json", r#"{"formatter": false}"#);
+    project.call("read", json!({"filePath": "src/main.rs"}));
+    project.call(
+        "edit",
+        json!({"filePath": "src/main.rs", "oldString": "let y = 2;", "newString": "let  z=3;"}),
+    );
+    assert_eq!(
+        project.read("src/main.rs"),
+        "fn main() {\n    let  z=3;\n}\n"
+    );
+}

@@ -342,16 +342,6 @@ pub struct LspServer {
     pub disabled: bool,
 }
 
-impl LspServer {
-    /// A summary for `config check --json`; environment values are not shown.
-    pub fn to_json(&self) -> serde_json::Value {
-        json!({
-            "name": self.name, "command": self.command,
-            "extensions": self.extensions, "disabled": self.disabled,
-        })
-    }
-}
-
 /// One formatter as configured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Formatter {
@@ -365,16 +355,6 @@ pub struct Formatter {
     pub environment: Vec<(String, String)>,
     /// Turned off.
     pub disabled: bool,
-}
-
-impl Formatter {
-    /// A summary for `config check --json`; environment values are not shown.
-    pub fn to_json(&self) -> serde_json::Value {
-        json!({
-            "name": self.name, "command": self.command,
-            "extensions": self.extensions, "disabled": self.disabled,
-        })
-    }
 }
 
 /// The files that apply to `root`, in the order they are read, without the `--config` file.
