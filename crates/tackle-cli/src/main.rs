@@ -315,8 +315,11 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             let changes = host.location().changes();
             let session_end = host.session_end();
             let open_world = host.open_world();
+            let host = std::sync::Arc::new(host);
+            let turns = host.clone();
             let mut server = TackleServer::from_turns(move || {
-                host.turn(&spec)
+                turns
+                    .turn(&spec)
                     .expect("the agent was checked when the server started")
             })
             .with_agent(agent.clone())
@@ -336,6 +339,8 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             // The watcher's handle is the last one of the stdio connection: once it is gone,
             // the connection's session ends.
             let _ = watcher.await;
+            // The language servers get `shutdown` and `exit` before their groups are killed.
+            host.shutdown().await;
             served?;
             Ok(ExitCode::SUCCESS)
         }

@@ -136,6 +136,10 @@ impl Diagnoser {
                                 seconds(lsp.options().diagnostics_wait),
                             ));
                         }
+                        WaitStatus::Unavailable(reason) if !lsp.announces_failures(server) => {
+                            given_up.insert(server.clone());
+                            tracing::warn!(%server, %reason, "a built-in language server did not start");
+                        }
                         WaitStatus::Unavailable(reason) => {
                             given_up.insert(server.clone());
                             notes.push(format!(

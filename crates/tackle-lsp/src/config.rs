@@ -20,6 +20,9 @@ pub struct ServerConfig {
     pub env: Vec<(String, String)>,
     /// `initializationOptions`, also the answer to `workspace/configuration`.
     pub initialization: Option<Value>,
+    /// Named by the configuration. A built-in found on `PATH` that cannot start (a rustup proxy
+    /// without its component, say) is only logged; a configured one is reported to the model.
+    pub configured: bool,
 }
 
 impl ServerConfig {
@@ -43,6 +46,7 @@ fn builtin(name: &str, command: &[&str], extensions: &[&str], markers: &[&str]) 
         root_markers: owned(markers),
         env: Vec::new(),
         initialization: None,
+        configured: false,
     }
 }
 
@@ -161,6 +165,7 @@ pub fn server_statuses(configured: &[ConfiguredServer], path_var: &OsStr) -> Vec
         let status = match existing {
             Some(status) => {
                 status.origin = Origin::Configured;
+                status.config.configured = true;
                 status
             }
             None => {
@@ -172,6 +177,7 @@ pub fn server_statuses(configured: &[ConfiguredServer], path_var: &OsStr) -> Vec
                         root_markers: Vec::new(),
                         env: Vec::new(),
                         initialization: None,
+                        configured: true,
                     },
                     origin: Origin::Custom,
                     disabled: false,

@@ -184,6 +184,14 @@ impl LspManager {
             .collect()
     }
 
+    /// Whether the model hears that `server` could not start: true for servers the
+    /// configuration names, false for built-ins merely found on `PATH`.
+    pub fn announces_failures(&self, server: &str) -> bool {
+        self.servers
+            .iter()
+            .any(|s| s.name == server && s.configured)
+    }
+
     /// The names of the servers running now.
     pub fn running(&self) -> Vec<String> {
         let slots: Vec<_> = self.slots.lock().values().cloned().collect();
