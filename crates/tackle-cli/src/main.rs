@@ -181,7 +181,10 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return operational(anyhow::Error::new(error).context("cannot start")),
     };
-    match runtime.block_on(run(cli, root, config)) {
+    let result = runtime.block_on(run(cli, root, config));
+    // A thread blocked reading stdin (serve, ended by a signal) must not keep the process.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match result {
         Ok(code) => code,
         Err(error) => operational(error),
     }
@@ -252,11 +255,13 @@ fn open_host(
     config: config::Config,
     approvals: Approvals,
     calls: Option<tackle_mcp::ClientCalls>,
+    jobs: bool,
 ) -> anyhow::Result<Host> {
     let mut builder = HostBuilder::new(root)
         .data_dir(data_dir)
         .config(config)
-        .approvals(approvals);
+        .approvals(approvals)
+        .background_jobs(jobs);
     if let Some(calls) = calls {
         builder = builder.elicit_from(calls);
     }
@@ -307,7 +312,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             } else {
                 approve::no_one_to_ask("the MCP client cannot show permission questions")
             };
-            let host = open_host(root, data_dir, config, approvals, Some(calls.clone()))?;
+            let host = open_host(root, data_dir, config, approvals, Some(calls.clone()), true)?;
             host.supervise_mcp().await;
             print_warnings(&host);
             let spec = spec(None);
@@ -332,7 +337,12 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             }
             let watcher = server.notify_on(changes);
             let served = match address {
-                None => tackle_mcp::serve_stdio(server).await.map_err(Into::into),
+                // Ctrl-C or SIGTERM ends the server like a closed stdin, so the shutdown below
+                // still stops the background jobs and language servers.
+                None => tokio::select! {
+                    served = tackle_mcp::serve_stdio(server) => served.map_err(Into::into),
+                    () = serve::stop_signal() => Ok(()),
+                },
                 Some(address) => serve::serve_http(address, server).await,
             };
             watcher.abort();
@@ -346,7 +356,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
         }
         Command::Tools { json, provider } => {
             let approvals = approve::no_one_to_ask("`tools` asks nothing");
-            let host = open_host(root, data_dir, config, approvals, None)?;
+            let host = open_host(root, data_dir, config, approvals, None, true)?;
             host.connect_mcp().await;
             print_warnings(&host);
             let turn = host.turn(&spec(provider))?;
@@ -384,7 +394,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             } else {
                 approve::no_one_to_ask("this run is non-interactive")
             };
-            let host = open_host(root, data_dir, config, approvals, None)?;
+            let host = open_host(root, data_dir, config, approvals, None, false)?;
             host.connect_mcp().await;
             print_warnings(&host);
             let turn = host.turn(&spec(provider))?;

@@ -61,7 +61,7 @@ pub(crate) async fn serve_http(address: SocketAddr, server: TackleServer) -> any
 }
 
 /// Ctrl-C, or SIGTERM on Unix.
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

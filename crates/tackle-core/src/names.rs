@@ -50,6 +50,12 @@ impl ToolName {
     pub const BATCH: Self = Self("batch");
     /// Asks the project's language servers (definitions, references, hover, symbols, calls).
     pub const LSP: Self = Self("lsp");
+    /// The new output of a background job.
+    pub const BASH_OUTPUT: Self = Self("bash_output");
+    /// Writes to a background job's stdin.
+    pub const BASH_INPUT: Self = Self("bash_input");
+    /// Stops a background job.
+    pub const BASH_KILL: Self = Self("bash_kill");
 
     /// The tools that change files and share the [`Permission::EDIT`] permission.
     pub const EDIT_FAMILY: [Self; 4] =

@@ -281,6 +281,8 @@ pub struct Config {
     hooks: Vec<CommandHook>,
     /// `diagnostics.waitMs`.
     diagnostics_wait_ms: Option<u64>,
+    /// `shell.maxJobs`.
+    max_jobs: Option<usize>,
     /// `diagnostics.startTimeoutMs`.
     lsp_start_timeout_ms: Option<u64>,
 }
@@ -529,6 +531,12 @@ impl Config {
                 })
                 .collect()
         })
+    }
+
+    /// The most background jobs one session may run at once (default 8).
+    pub fn max_jobs(&self) -> usize {
+        self.max_jobs
+            .unwrap_or(tackle_builtins::tools::bash::jobs::DEFAULT_MAX_JOBS)
     }
 
     /// How long an edit waits for a language server's diagnostics (default 2 s).

@@ -42,6 +42,7 @@ pub struct HostBuilder {
     plugins: Vec<Arc<dyn Plugin>>,
     default_agent: String,
     default_model: Option<Model>,
+    background_jobs: bool,
 }
 
 impl HostBuilder {
@@ -61,7 +62,16 @@ impl HostBuilder {
             plugins: Vec::new(),
             default_agent: "build".to_owned(),
             default_model: None,
+            background_jobs: true,
         }
+    }
+
+    /// Whether `bash` may run background jobs (and `bash_output`, `bash_input`, `bash_kill` are
+    /// offered). On by default; a host that ends with one call (`tackle call`) turns it off, and
+    /// `runInBackground` is then refused with a message saying why.
+    pub fn background_jobs(mut self, on: bool) -> Self {
+        self.background_jobs = on;
+        self
     }
 
     /// Where the journal, managed outputs, saved approvals, session state and spool files live.
@@ -207,6 +217,9 @@ impl HostBuilder {
             source: std::io::Error::other(source.to_string()),
         })?;
         let code = crate::code::build(root.clone(), &config);
+        let jobs = self
+            .background_jobs
+            .then(|| bash::jobs::Jobs::new(config.max_jobs()));
         let env = ToolEnv::new(fs)
             .with_gate(gate.clone())
             .with_session_state(session_state.clone())
@@ -227,6 +240,7 @@ impl HostBuilder {
                 spool_dir: &spool_dir,
                 question: self.question,
                 lsp: code.lsp.clone(),
+                jobs: jobs.clone(),
             },
             &mut warnings,
         )?;
@@ -292,6 +306,7 @@ impl HostBuilder {
             default_model: self.default_model,
             warnings: Mutex::new(warnings),
             lsp: code.lsp,
+            jobs,
         })
     }
 }
@@ -355,12 +370,17 @@ pub struct Host {
     warnings: Mutex<Vec<String>>,
     /// The language servers; dropping the host kills them.
     lsp: Option<Arc<tackle_lsp::LspManager>>,
+    /// The background jobs; dropping the host kills them.
+    jobs: Option<bash::jobs::Jobs>,
 }
 
 impl Host {
     /// Shuts the language servers down gracefully (`shutdown`, `exit`, then a kill of each
     /// process group). Dropping the host kills them at once instead.
     pub async fn shutdown(&self) {
+        if let Some(jobs) = &self.jobs {
+            jobs.shutdown(bash::jobs::KILL_GRACE).await;
+        }
         if let Some(lsp) = &self.lsp {
             lsp.shutdown().await;
         }
@@ -500,8 +520,13 @@ impl Host {
     pub fn session_end(&self) -> impl Fn(&str) + Send + Sync + 'static {
         let permissions = self.permissions.clone();
         let spool_dir = self.spool_dir.clone();
+        let jobs = self.jobs.clone();
         move |session: &str| {
             permissions.cancel_session(session);
+            // The session's background jobs end with it, before their spool files go.
+            if let Some(jobs) = &jobs {
+                jobs.end_session(session);
+            }
             bash::end_session_spools(&spool_dir, session);
         }
     }

@@ -32,6 +32,8 @@ pub(crate) struct Options<'a> {
     pub(crate) question: Option<Arc<dyn QuestionAsker>>,
     /// The language servers the `lsp` tool asks; without any it is not offered.
     pub(crate) lsp: Option<Arc<tackle_lsp::LspManager>>,
+    /// Where `bash` runs background jobs; without it the job tools are not offered.
+    pub(crate) jobs: Option<bash::jobs::Jobs>,
 }
 
 /// The registered tool sets; dropping them unregisters the tools.
@@ -184,6 +186,7 @@ fn builtin_tools(
         env,
         bash::BashOptions {
             spool_dir: options.spool_dir.to_path_buf(),
+            jobs: options.jobs.clone(),
             ..config.bash_options()
         },
     );
@@ -191,6 +194,10 @@ fn builtin_tools(
         .into_iter()
         .chain(search_tools(env))
         .chain([(ToolName::BASH.as_str(), bash)])
+        .chain(match &options.jobs {
+            Some(jobs) => bash::job_tools(jobs),
+            None => Vec::new(),
+        })
         .chain(agent_tools(env, options.question.clone()))
         .chain(web_tools(env, tackle_builtins::WebSearchConfig::from_env()))
         // With no skills, `skill` has nothing to offer and is not advertised.

@@ -27,6 +27,8 @@ use tackle_core::{AnyTool, Context, Direction, LimitsOverride, State, Tool, Tool
 use super::ToolEnv;
 use crate::gate::Ask;
 
+mod job_tools;
+pub mod jobs;
 mod procs;
 pub(crate) mod run;
 pub mod scan;
@@ -52,9 +54,12 @@ non-zero exit code is reported, not treated as an error.\n\
 - timeout is in milliseconds: 120000 (2 minutes) by default, 600000 at most. On timeout the \
 command and everything it started are stopped, and the output so far is returned.\n\
 - Long output is shortened to its end; the full output is saved to a file named in the output.\n\
-- To start a server or other long-lived process, run it in the background with its output \
-redirected to a file (`cmd > server.log 2>&1 &`). Background processes that keep the output \
-open are stopped when the command exits.\n\
+- To start a server, a watcher or another long-lived process, set runInBackground: the call \
+returns at once with a job ID and the first output; read more with bash_output, answer prompts \
+with bash_input, stop it with bash_kill. onTimeout: \"background\" keeps a command that outlives \
+its timeout running as a job instead of stopping it. Jobs end with the session.\n\
+- Background processes started with `&` that keep the output open are stopped when the command \
+exits.\n\
 - Prefer the dedicated tools to read, search, list and edit files.\n\
 - description is a short title for the command, such as \"Run the unit tests\".";
 
@@ -90,6 +95,11 @@ pub struct BashOptions {
     /// The shell to run commands with, from configuration. `TACKLE_SHELL` in the environment
     /// takes precedence; with neither, bash if installed, else `/bin/sh`.
     pub shell: Option<PathBuf>,
+    /// Where background jobs live; `None` in a host that ends with the call (`tackle call`),
+    /// which refuses `runInBackground`.
+    pub jobs: Option<jobs::Jobs>,
+    /// How long a background start waits for the job's first output.
+    pub background_grace: Duration,
 }
 
 impl Default for BashOptions {
@@ -104,6 +114,8 @@ impl Default for BashOptions {
             spool_dir: default_spool_dir(),
             die_with_parent: true,
             shell: None,
+            jobs: None,
+            background_grace: Duration::from_secs(1),
         }
     }
 }
@@ -144,6 +156,24 @@ pub struct BashInput {
     /// A short title for the command, such as "Run the unit tests".
     #[serde(default)]
     pub description: Option<String>,
+    /// Run it as a background job: the call returns at once with the job's ID and its first
+    /// output (read more with bash_output, stop it with bash_kill).
+    #[serde(default)]
+    pub run_in_background: Option<bool>,
+    /// What happens when the timeout passes: `kill` stops the command (the default);
+    /// `background` keeps it running as a job.
+    #[serde(default)]
+    pub on_timeout: Option<OnTimeout>,
+}
+
+/// What happens to a command when its timeout passes.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnTimeout {
+    /// Stop it and everything it started.
+    Kill,
+    /// Keep it running as a background job.
+    Background,
 }
 
 /// The result of the bash tool.
@@ -177,6 +207,9 @@ pub struct BashOutput {
     pub workdir: String,
     /// The shell that ran the command.
     pub shell: String,
+    /// The background job the command runs as, when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
 }
 
 /// A process a command started that is still running.
@@ -191,6 +224,14 @@ pub struct RunningProcess {
 pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
     tool_with_options(env, BashOptions::default())
 }
+
+/// `bash_output`, `bash_input` and `bash_kill` over `jobs` (give the same `jobs` to the bash
+/// tool's options), named as the model calls them.
+pub fn job_tools(jobs: &jobs::Jobs) -> Vec<(&'static str, AnyTool)> {
+    job_tools::tools(jobs).into_iter().collect()
+}
+
+pub use job_tools::{BashInputInput, BashKillInput, BashOutputInput, JobResult, MAX_OUTPUT_WAIT};
 
 /// The bash tool with `options`, for hosts that change them.
 pub fn tool_with_options(env: &ToolEnv, options: BashOptions) -> AnyTool {
@@ -285,6 +326,10 @@ async fn bash(
             spool: options.spool_place(cx.session().as_str()),
         },
     };
+    let on_timeout = input.on_timeout.unwrap_or(OnTimeout::Kill);
+    if input.run_in_background.unwrap_or(false) || on_timeout == OnTimeout::Background {
+        return background(options, cx, &input, spec, timeout, workdir, &shell).await;
+    }
     let progress = |tail: &str| {
         cx.set_metadata(json!({"output": tail, "description": input.description}));
     };
@@ -300,6 +345,128 @@ async fn bash(
         return Err(ToolFailure::new("The command was interrupted and stopped."));
     }
     Ok(render(finished, timeout, workdir, &shell))
+}
+
+/// A command run as a job: started in the background (`runInBackground`), or waited for until
+/// its timeout and then left running (`onTimeout: "background"`).
+async fn background(
+    options: &BashOptions,
+    cx: &Context,
+    input: &BashInput,
+    spec: run::Spec,
+    timeout: Duration,
+    workdir: String,
+    shell: &Path,
+) -> Result<BashOutput, ToolFailure> {
+    let Some(jobs) = &options.jobs else {
+        return Err(ToolFailure::new(
+            "Background jobs need a host that keeps running: this one ends with the call (`tackle \
+             call`), so nothing was run.",
+        )
+        .with_hint(
+            "Run the command in the foreground, or use tackle through `tackle serve` or an \
+             embedding host to run background jobs.",
+        ));
+    };
+    let session = cx.session().as_str();
+    let spool = spool::open(&options.spool_place(session)).ok();
+    let job = jobs
+        .start(session, &spec, spool)
+        .map_err(|error| match error {
+            jobs::StartError::TooMany { limit } => ToolFailure::new(format!(
+                "This session already runs {limit} background jobs, the most allowed, so nothing \
+             was run. Running: {}.",
+                jobs.running(session)
+                    .iter()
+                    .map(|job| format!("{} (`{}`)", job.id, job.command))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .with_hint("Stop one with bash_kill, then start this again."),
+            other => ToolFailure::new(format!("The job could not be started: {other}.")),
+        })?;
+    let in_background = input.run_in_background.unwrap_or(false);
+    let wait = if in_background {
+        options.background_grace
+    } else {
+        timeout
+    };
+    tokio::select! {
+        _ = job.wait_end(wait) => {}
+        () = cx.cancellation().cancelled() => {
+            job.kill(Duration::ZERO).await;
+            jobs.forget(&job.id);
+            return Err(ToolFailure::new("The command was interrupted and stopped."));
+        }
+    }
+    let read = job.read(None, Duration::ZERO).await;
+    let mut output = if read.text.is_empty() {
+        "(no output yet)\n".to_owned()
+    } else {
+        read.text.clone()
+    };
+    if !output.ends_with('\n') {
+        output.push('\n');
+    }
+    let (exit_code, signal) = match &read.state {
+        jobs::JobState::Ended(jobs::JobEnd::Exited(code)) => (Some(*code), None),
+        jobs::JobState::Ended(jobs::JobEnd::Signaled(sig)) => (None, Some(*sig)),
+        _ => (None, None),
+    };
+    let job_id = if read.state == jobs::JobState::Running {
+        if in_background {
+            output.push_str(&format!(
+                "\nRunning in the background as {} (pid {}). Read its output with bash_output \
+                 {{\"jobId\": \"{}\"}}, answer it with bash_input, stop it with bash_kill.",
+                job.id, job.pid, job.id
+            ));
+        } else {
+            output.push_str(&format!(
+                "\nStill running after the {} timeout, so it goes on in the background as {} \
+                 (pid {}). Read its output with bash_output {{\"jobId\": \"{}\"}}, stop it with \
+                 bash_kill.",
+                human_duration(timeout),
+                job.id,
+                job.pid,
+                job.id
+            ));
+        }
+        Some(job.id.clone())
+    } else {
+        output.push_str(&format!("\n{}", exit_line(&read.state)));
+        jobs.forget(&job.id);
+        None
+    };
+    Ok(BashOutput {
+        output,
+        exit_code,
+        signal,
+        timed_out: false,
+        bytes: 0,
+        lines: 0,
+        dropped_bytes: read.dropped,
+        spool_path: job
+            .spool_path
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned()),
+        background_stopped: false,
+        left_running: Vec::new(),
+        workdir,
+        shell: shell.to_string_lossy().into_owned(),
+        job_id,
+    })
+}
+
+/// The `exit:` line of an ended job.
+fn exit_line(state: &jobs::JobState) -> String {
+    match state {
+        jobs::JobState::Ended(jobs::JobEnd::Exited(code)) => format!("exit: {code}"),
+        jobs::JobState::Ended(jobs::JobEnd::Signaled(sig)) => {
+            format!("exit: killed by signal {sig}{}", signal_name(*sig))
+        }
+        jobs::JobState::Ended(jobs::JobEnd::Killed) => "exit: stopped by tackle".to_owned(),
+        jobs::JobState::Running => "still running".to_owned(),
+    }
 }
 
 /// The output text and fields of a finished run.
@@ -405,6 +572,7 @@ fn render(finished: run::Finished, timeout: Duration, workdir: String, shell: &P
         left_running,
         workdir,
         shell: shell.to_string_lossy().into_owned(),
+        job_id: None,
     }
 }
 

@@ -210,6 +210,8 @@ pub(crate) struct ShellSection {
     pub(crate) default_timeout_ms: Option<Positive>,
     /// The largest timeout a call may ask for, in milliseconds.
     pub(crate) max_timeout_ms: Option<Positive>,
+    /// The most background jobs one session may run at once (default 8).
+    pub(crate) max_jobs: Option<Positive>,
 }
 
 /// One `models` entry.

@@ -480,6 +480,9 @@ impl Reader<'_> {
         if let Some(ms) = shell.max_timeout_ms {
             config.max_timeout_ms = Some(ms.0);
         }
+        if let Some(n) = shell.max_jobs {
+            config.max_jobs = Some(usize::try_from(n.0).unwrap_or(usize::MAX));
+        }
     }
 }
 

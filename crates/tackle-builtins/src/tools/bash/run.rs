@@ -155,26 +155,7 @@ pub(crate) async fn run_with_stdin(
     progress: &(dyn Fn(&str) + Sync),
 ) -> io::Result<Finished> {
     let marker = procs::new_marker();
-    let mut command = std::process::Command::new(&spec.shell);
-    command
-        .arg("-c")
-        .arg(&spec.command)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .env(procs::MARKER_ENV, &marker)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    if spec.die_with_parent {
-        die_with_parent(&mut command);
-    }
-    let mut command = tokio::process::Command::from(command);
+    let mut command = shell_command(&spec, &marker, stdin.is_some());
     let mut child = command.spawn()?;
     let pid = child
         .id()
@@ -278,6 +259,35 @@ pub(crate) async fn run_with_stdin(
     })
 }
 
+/// The shell running `spec.command`: its own process group, the call's environment plus
+/// `marker`, stdout and stderr piped, stdin piped or `/dev/null`.
+pub(crate) fn shell_command(
+    spec: &Spec,
+    marker: &str,
+    stdin_piped: bool,
+) -> tokio::process::Command {
+    let mut command = std::process::Command::new(&spec.shell);
+    command
+        .arg("-c")
+        .arg(&spec.command)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env(procs::MARKER_ENV, marker)
+        .stdin(if stdin_piped {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    if spec.die_with_parent {
+        die_with_parent(&mut command);
+    }
+    tokio::process::Command::from(command)
+}
+
 #[derive(Default)]
 struct Control {
     status: Option<ExitStatus>,
@@ -337,7 +347,7 @@ async fn pump(
 }
 
 /// Sends `signal` to the group, ignoring a group that is already gone.
-fn signal_group(pgid: i32, signal: Signal) {
+pub(crate) fn signal_group(pgid: i32, signal: Signal) {
     let _ = killpg(Pid::from_raw(pgid), signal);
 }
 
