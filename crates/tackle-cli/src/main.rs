@@ -123,6 +123,28 @@ enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Revert what calls of the session changed (recorded when snapshots are on: `serve`,
+    /// embedders, or `"snapshot": true`): the last N changes, one call's, or one message's.
+    /// Files changed since are left alone unless --force. An undo can itself be undone.
+    Undo {
+        /// The provider call ID whose change to revert (see `tackle history`).
+        #[arg(long, conflicts_with_all = ["message", "last"])]
+        call: Option<String>,
+        /// The assistant message whose changes to revert.
+        #[arg(long, conflicts_with = "last")]
+        message: Option<String>,
+        /// Revert the last N changes (default 1).
+        #[arg(long)]
+        last: Option<usize>,
+        /// Print the per-file plan without changing anything.
+        #[arg(long)]
+        dry_run: bool,
+        /// Overwrite files that changed since the reverted changes.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the changes recorded for the session, oldest first, with each file's diffstat.
+    History,
 }
 
 #[derive(Debug, Subcommand)]
@@ -255,13 +277,16 @@ fn open_host(
     config: config::Config,
     approvals: Approvals,
     calls: Option<tackle_mcp::ClientCalls>,
-    jobs: bool,
+    long_lived: bool,
 ) -> anyhow::Result<Host> {
+    // A host that ends with one call keeps no background jobs and, unless the configuration
+    // asks for them, takes no snapshots.
     let mut builder = HostBuilder::new(root)
         .data_dir(data_dir)
         .config(config)
         .approvals(approvals)
-        .background_jobs(jobs);
+        .background_jobs(long_lived)
+        .snapshots(long_lived);
     if let Some(calls) = calls {
         builder = builder.elicit_from(calls);
     }
@@ -352,6 +377,55 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             // The language servers get `shutdown` and `exit` before their groups are killed.
             host.shutdown().await;
             served?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Undo {
+            call,
+            message,
+            last,
+            dry_run,
+            force,
+        } => {
+            let approvals = approve::no_one_to_ask("`undo` asks nothing");
+            let host = open_host(root, data_dir, config, approvals, None, false)?;
+            let session = session.unwrap_or_else(|| "cli".to_owned());
+            let target = match (call, message) {
+                (Some(call), _) => tackle_host::UndoTarget::Call(call),
+                (None, Some(message)) => tackle_host::UndoTarget::Message(message),
+                (None, None) => tackle_host::UndoTarget::Last(last.unwrap_or(1)),
+            };
+            let report = host.undo(&session, target, dry_run, force).await?;
+            print_stdout(&report.render())?;
+            Ok(if report.plan.conflicts().next().is_some() && !force {
+                ExitCode::from(EXIT_MODEL_ERROR)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::History => {
+            let approvals = approve::no_one_to_ask("`history` asks nothing");
+            let host = open_host(root, data_dir, config, approvals, None, false)?;
+            let session = session.unwrap_or_else(|| "cli".to_owned());
+            let mut lines = Vec::new();
+            for entry in host.history(&session)? {
+                let change = &entry.change;
+                lines.push(format!(
+                    "#{} {} `{}` (message {}): {} -> {}",
+                    change.seq,
+                    change.tool,
+                    change.call,
+                    change.message,
+                    change.before,
+                    change.after
+                ));
+                for (letter, path, added, removed) in &entry.files {
+                    lines.push(format!("  {letter} {path} (+{added} -{removed})"));
+                }
+            }
+            if lines.is_empty() {
+                lines.push(format!("no changes recorded for session `{session}`"));
+            }
+            print_stdout(&lines.join("\n"))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools { json, provider } => {

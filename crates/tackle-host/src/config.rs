@@ -283,6 +283,8 @@ pub struct Config {
     diagnostics_wait_ms: Option<u64>,
     /// `shell.maxJobs`.
     max_jobs: Option<usize>,
+    /// `snapshot`.
+    snapshot: Option<bool>,
     /// `diagnostics.startTimeoutMs`.
     lsp_start_timeout_ms: Option<u64>,
 }
@@ -531,6 +533,11 @@ impl Config {
                 })
                 .collect()
         })
+    }
+
+    /// Whether calls are bracketed by snapshots, when the configuration says.
+    pub fn snapshot(&self) -> Option<bool> {
+        self.snapshot
     }
 
     /// The most background jobs one session may run at once (default 8).

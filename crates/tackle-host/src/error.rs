@@ -63,6 +63,9 @@ pub enum HostError {
         /// Why.
         message: String,
     },
+    /// A snapshot, the change log or an undo failed, or there was nothing to undo.
+    #[error("{0}")]
+    Snapshot(String),
 }
 
 impl HostError {

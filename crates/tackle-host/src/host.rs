@@ -43,6 +43,7 @@ pub struct HostBuilder {
     default_agent: String,
     default_model: Option<Model>,
     background_jobs: bool,
+    snapshots: bool,
 }
 
 impl HostBuilder {
@@ -63,7 +64,16 @@ impl HostBuilder {
             default_agent: "build".to_owned(),
             default_model: None,
             background_jobs: true,
+            snapshots: true,
         }
+    }
+
+    /// Whether calls that may change files are bracketed by snapshots (so `undo` can revert
+    /// them) when the configuration's `snapshot` key does not say. On by default; `tackle call`
+    /// turns it off.
+    pub fn snapshots(mut self, on: bool) -> Self {
+        self.snapshots = on;
+        self
     }
 
     /// Whether `bash` may run background jobs (and `bash_output`, `bash_input`, `bash_kill` are
@@ -244,8 +254,18 @@ impl HostBuilder {
             },
             &mut warnings,
         )?;
+        let snapshots = Arc::new(
+            tackle_store::Snapshots::open(&root, &data_dir.join("snapshots"))
+                .map_err(HostError::store("snapshots"))?,
+        );
+        let snapshotting = config.snapshot().unwrap_or(self.snapshots);
         let hooks = Hooks::new();
-        let layers = policy::layers(gate.clone(), session_state, hooks.clone());
+        let layers = policy::layers(
+            gate.clone(),
+            session_state,
+            hooks.clone(),
+            snapshotting.then(|| snapshots.clone()),
+        );
         // The configuration's command hooks come first, before any plugin's. Inside a hook they
         // are off: the hook's own `tackle` would run the hook again.
         let in_hook = std::env::var_os(policy::command::IN_HOOK_ENV).is_some();
@@ -307,6 +327,7 @@ impl HostBuilder {
             warnings: Mutex::new(warnings),
             lsp: code.lsp,
             jobs,
+            snapshots,
         })
     }
 }
@@ -372,6 +393,8 @@ pub struct Host {
     lsp: Option<Arc<tackle_lsp::LspManager>>,
     /// The background jobs; dropping the host kills them.
     jobs: Option<bash::jobs::Jobs>,
+    /// The Location's snapshots and change log.
+    pub(crate) snapshots: Arc<tackle_store::Snapshots>,
 }
 
 impl Host {

@@ -41,6 +41,7 @@ mod nesting;
 mod plugin;
 pub mod policy;
 mod toolsets;
+mod undo;
 
 pub use approvals::{Answer, Approvals, Asker};
 pub use code::{
@@ -53,3 +54,4 @@ pub use host::{Host, HostBuilder, TurnSpec, default_data_dir, spool_dir};
 pub use plugin::{Plugin, PluginScope};
 pub use policy::{Hook, HookGuard, Hooks};
 pub use tackle_permission::names;
+pub use undo::{HistoryEntry, UndoReport, UndoTarget};

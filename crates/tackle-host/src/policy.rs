@@ -17,6 +17,7 @@ pub(crate) mod command;
 pub(crate) mod doom;
 pub(crate) mod hooks;
 pub(crate) mod repair;
+pub(crate) mod snapshot;
 
 use std::sync::Arc;
 
@@ -27,12 +28,21 @@ use tackle_registry::{Layer, Layers};
 pub use hooks::{Hook, HookGuard, Hooks};
 
 /// The host's layers, in order.
-pub(crate) fn layers(gate: Gate, state: Arc<dyn SessionState>, hooks: Hooks) -> Layers {
-    let layers: Vec<Arc<dyn Layer>> = vec![
+pub(crate) fn layers(
+    gate: Gate,
+    state: Arc<dyn SessionState>,
+    hooks: Hooks,
+    snapshots: Option<Arc<tackle_store::Snapshots>>,
+) -> Layers {
+    let mut layers: Vec<Arc<dyn Layer>> = vec![
         Arc::new(repair::NameRepair),
         Arc::new(aliases::ArgumentAliases),
         Arc::new(doom::DoomLoopCheck::new(gate, state)),
         Arc::new(hooks),
     ];
+    // Last before the call: the name is the tool's, and a refused call takes no snapshot.
+    if let Some(snapshots) = snapshots {
+        layers.push(Arc::new(snapshot::SnapshotLayer::new(snapshots)));
+    }
     layers.into()
 }

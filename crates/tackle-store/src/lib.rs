@@ -64,12 +64,14 @@ mod fs_store;
 mod journal;
 mod memory;
 mod session;
+pub mod snapshot;
 
 pub use approvals::{OpenError, SqliteSavedApprovals};
 pub use fs_store::{DEFAULT_RETENTION, FsOutputStore, SweepReport};
 pub use journal::{Durability, MAX_BATCH, SqliteJournal};
 pub use memory::{MemoryJournal, MemoryOutputStore};
 pub use session::{MemorySessionState, SqliteSessionState};
+pub use snapshot::{Change, Manifest, SnapshotError, Snapshots};
 
 /// The platform's per-user data directory joined with `tackle/<leaf>`.
 fn data_path(leaf: &str) -> Option<std::path::PathBuf> {

@@ -416,9 +416,10 @@ async fn background(
     let job_id = if read.state == jobs::JobState::Running {
         if in_background {
             output.push_str(&format!(
-                "\nRunning in the background as {} (pid {}). Read its output with bash_output \
-                 {{\"jobId\": \"{}\"}}, answer it with bash_input, stop it with bash_kill.",
-                job.id, job.pid, job.id
+                "\nRunning in the background as {} (pid {}): `{}`. Read its output with \
+                 bash_output {{\"jobId\": \"{}\"}}, answer it with bash_input, stop it with \
+                 bash_kill.",
+                job.id, job.pid, job.command, job.id
             ));
         } else {
             output.push_str(&format!(

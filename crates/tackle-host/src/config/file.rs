@@ -47,6 +47,9 @@ pub(crate) struct TackleFile {
     pub(crate) formatter: Option<FormatterSetting>,
     /// How long the file tools wait for language servers.
     pub(crate) diagnostics: Option<DiagnosticsSection>,
+    /// Snapshots around calls that may change files, so they can be undone (default: on for
+    /// `serve` and embedders, off for `tackle call`).
+    pub(crate) snapshot: Option<bool>,
     /// Commands run around tool calls: `before` may rewrite or refuse a call, `after` observes.
     pub(crate) hooks: Option<HooksSection>,
 }
@@ -66,6 +69,7 @@ pub(crate) const TACKLE_KEYS: &[&str] = &[
     "lsp",
     "formatter",
     "diagnostics",
+    "snapshot",
     "hooks",
 ];
 

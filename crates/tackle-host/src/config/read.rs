@@ -130,6 +130,11 @@ impl Reader<'_> {
                 }
                 _ if !tackle => {}
                 "limits" => self.limits(path, node, config),
+                "snapshot" => {
+                    if let Some(on) = self.decode::<bool>(path, node) {
+                        config.snapshot = Some(on);
+                    }
+                }
                 "diagnostics" => {
                     if let Some(section) = self.decode::<DiagnosticsSection>(path, node) {
                         if let Some(ms) = section.wait_ms {
