@@ -128,8 +128,11 @@ enum Command {
     /// Files changed since are left alone unless --force. An undo can itself be undone.
     Undo {
         /// The provider call ID whose change to revert (see `tackle history`).
-        #[arg(long, conflicts_with_all = ["message", "last"])]
+        #[arg(long, conflicts_with_all = ["message", "last", "since"])]
         call: Option<String>,
+        /// Revert this call's change and every later one of the session.
+        #[arg(long, conflicts_with_all = ["message", "last"])]
+        since: Option<String>,
         /// The assistant message whose changes to revert.
         #[arg(long, conflicts_with = "last")]
         message: Option<String>,
@@ -381,6 +384,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
         }
         Command::Undo {
             call,
+            since,
             message,
             last,
             dry_run,
@@ -389,10 +393,11 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             let approvals = approve::no_one_to_ask("`undo` asks nothing");
             let host = open_host(root, data_dir, config, approvals, None, false)?;
             let session = session.unwrap_or_else(|| "cli".to_owned());
-            let target = match (call, message) {
-                (Some(call), _) => tackle_host::UndoTarget::Call(call),
-                (None, Some(message)) => tackle_host::UndoTarget::Message(message),
-                (None, None) => tackle_host::UndoTarget::Last(last.unwrap_or(1)),
+            let target = match (call, since, message) {
+                (Some(call), ..) => tackle_host::UndoTarget::Call(call),
+                (None, Some(since), _) => tackle_host::UndoTarget::Since(since),
+                (None, None, Some(message)) => tackle_host::UndoTarget::Message(message),
+                (None, None, None) => tackle_host::UndoTarget::Last(last.unwrap_or(1)),
             };
             let report = host.undo(&session, target, dry_run, force).await?;
             print_stdout(&report.render())?;

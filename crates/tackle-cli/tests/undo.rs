@@ -248,7 +248,11 @@ fn swept_snapshot_data_is_reported_not_silently_skipped() {
     project.write("a.txt", b"kept?\n");
     project.call("bash", json!({"command": "echo changed > a.txt"}));
     // The retention sweep removed the old content.
-    let objects = project.data.path().join("snapshots/objects");
+    let objects = std::fs::read_dir(project.data.path().join("snapshots"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("objects"))
+        .find(|p| p.is_dir())
+        .unwrap();
     let old = blake3::hash(b"kept?\n").to_hex().to_string();
     std::fs::remove_file(objects.join(&old[..2]).join(&old)).unwrap();
     let (ok, out) = project.run(&["undo"]);

@@ -255,10 +255,23 @@ impl HostBuilder {
             &mut warnings,
         )?;
         let snapshots = Arc::new(
-            tackle_store::Snapshots::open(&root, &data_dir.join("snapshots"))
-                .map_err(HostError::store("snapshots"))?,
+            tackle_store::Snapshots::open_excluding(
+                &root,
+                &data_dir.join("snapshots"),
+                Some(&data_dir),
+            )
+            .map_err(HostError::store("snapshots"))?,
         );
         let snapshotting = config.snapshot().unwrap_or(self.snapshots);
+        {
+            // Once per host, in the background: contents past the retention that nothing needs.
+            let snapshots = snapshots.clone();
+            std::thread::spawn(move || {
+                if let Err(error) = snapshots.sweep(DEFAULT_RETENTION) {
+                    tracing::warn!(%error, "sweeping old snapshots failed");
+                }
+            });
+        }
         let hooks = Hooks::new();
         let layers = policy::layers(
             gate.clone(),

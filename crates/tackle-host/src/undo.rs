@@ -18,6 +18,8 @@ pub enum UndoTarget {
     Call(String),
     /// Every change of one assistant message.
     Message(String),
+    /// The change of one call and every later change of the session.
+    Since(String),
 }
 
 /// What an undo did, or would do.
@@ -180,6 +182,10 @@ impl Host {
                 UndoTarget::Message(message) => {
                     all.into_iter().filter(|c| &c.message == message).collect()
                 }
+                UndoTarget::Since(call) => match all.iter().position(|c| &c.call == call) {
+                    Some(at) => all[at..].to_vec(),
+                    None => Vec::new(),
+                },
             };
             if changes.is_empty() {
                 return Err(HostError::Snapshot(format!(

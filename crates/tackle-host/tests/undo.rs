@@ -71,4 +71,11 @@ async fn calls_are_recorded_diffed_and_undone_by_message_and_by_call() {
         .unwrap();
     assert_eq!(report.plan.conflicts().count(), 0, "{}", report.render());
     assert!(!root.path().join("b.txt").exists());
+    // Since c1: every change from it on (the undos included) is reverted at once, which puts
+    // back what the undos took away.
+    let report = host
+        .undo("s", UndoTarget::Since("c1".into()), true, false)
+        .await
+        .unwrap();
+    assert!(report.changes.len() >= 5, "{}", report.render());
 }

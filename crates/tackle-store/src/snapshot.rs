@@ -217,6 +217,7 @@ struct Stat {
 /// Snapshots of one Location, and its change log.
 pub struct Snapshots {
     root: PathBuf,
+    excluded: Option<PathBuf>,
     objects: PathBuf,
     index_path: PathBuf,
     index: Mutex<Option<HashMap<String, Stat>>>,
@@ -255,11 +256,23 @@ impl Snapshots {
     /// Snapshots of the Location at `root` (its real path), kept under `dir` (objects shared by
     /// every Location; the index and the change log per Location).
     pub fn open(root: &Path, dir: &Path) -> Result<Self, SnapshotError> {
-        let objects = dir.join("objects");
-        std::fs::create_dir_all(&objects).map_err(io("creating the snapshot directory"))?;
+        Self::open_excluding(root, dir, None)
+    }
+
+    /// [`open`](Self::open), never walking into `excluded` (tackle's data directory, when it
+    /// lies inside the Location: its own files are not the project's).
+    pub fn open_excluding(
+        root: &Path,
+        dir: &Path,
+        excluded: Option<&Path>,
+    ) -> Result<Self, SnapshotError> {
         let key = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
         let key = &key[..16];
-        let db = Connection::open(dir.join(format!("changes-{key}.sqlite3")))?;
+        // Per Location, so a sweep knows every manifest that refers to an object.
+        let dir = dir.join(format!("location-{key}"));
+        let objects = dir.join("objects");
+        std::fs::create_dir_all(&objects).map_err(io("creating the snapshot directory"))?;
+        let db = Connection::open(dir.join("changes.sqlite3"))?;
         db.busy_timeout(std::time::Duration::from_secs(10))?;
         db.execute_batch(
             "PRAGMA journal_mode=WAL;
@@ -270,10 +283,14 @@ impl Snapshots {
                  at_ms INTEGER NOT NULL);
              CREATE INDEX IF NOT EXISTS changes_session ON changes(session, seq);",
         )?;
+        let excluded = excluded
+            .and_then(|path| std::fs::canonicalize(path).ok())
+            .filter(|path| path.starts_with(root) && path != root);
         Ok(Self {
             root: root.to_path_buf(),
+            excluded,
             objects,
-            index_path: dir.join(format!("index-{key}.json")),
+            index_path: dir.join("index.json"),
             index: Mutex::new(None),
             saved_at: Mutex::new(None),
             index_dirty: Default::default(),
@@ -340,7 +357,7 @@ impl Snapshots {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as i128)
             .unwrap_or_default();
-        let mut paths = walk(&self.root);
+        let mut paths = walk(&self.root, self.excluded.as_deref());
         paths.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // Entries are updated in place; what the walk did not see is dropped after.
         let generation = self
@@ -525,6 +542,61 @@ impl Snapshots {
             .find(|change| change.call == call))
     }
 
+    /// Removes stored contents older than `retention` that nothing still needs: not the current
+    /// files' (the index), and not those of changes recorded within `retention`. Changes older
+    /// than that may then lose their contents; undoing one says so. Returns the objects removed.
+    pub fn sweep(&self, retention: std::time::Duration) -> Result<usize, SnapshotError> {
+        let now = std::time::SystemTime::now();
+        let cutoff_ms = now
+            .checked_sub(retention)
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or_default();
+        let mut live: std::collections::HashSet<String> = std::collections::HashSet::new();
+        {
+            let mut guard = self.index.lock().unwrap_or_else(|e| e.into_inner());
+            let index = guard.get_or_insert_with(|| self.load_index());
+            live.extend(index.values().map(|stat| stat.entry.hash.clone()));
+        }
+        let recent: Vec<(String, String)> = {
+            let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+            let mut statement =
+                db.prepare("SELECT before, after FROM changes WHERE at_ms >= ?1")?;
+            let rows =
+                statement.query_map(params![cutoff_ms], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        for (before, after) in recent {
+            for id in [before, after] {
+                if let Ok(manifest) = self.manifest(&id) {
+                    live.extend(manifest.files.values().map(|e| e.hash.clone()));
+                }
+                live.insert(id);
+            }
+        }
+        let mut removed = 0;
+        for shard in std::fs::read_dir(&self.objects).map_err(io("sweeping snapshots"))? {
+            let Ok(shard) = shard else { continue };
+            let Ok(files) = std::fs::read_dir(shard.path()) else {
+                continue;
+            };
+            for file in files.flatten() {
+                let name = file.file_name().to_string_lossy().into_owned();
+                let old = file
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|modified| {
+                        now.duration_since(modified)
+                            .is_ok_and(|age| age > retention)
+                    });
+                if old && !live.contains(&name) && std::fs::remove_file(file.path()).is_ok() {
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+
     /// The most recent row number, to tell whether anything was recorded since.
     pub fn last_seq(&self) -> Result<Option<i64>, SnapshotError> {
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
@@ -536,7 +608,8 @@ impl Snapshots {
 }
 
 /// Every file under `root` the ignore rules keep, with its metadata (links not followed).
-fn walk(root: &Path) -> Vec<(String, std::fs::Metadata)> {
+fn walk(root: &Path, excluded: Option<&Path>) -> Vec<(String, std::fs::Metadata)> {
+    let excluded = excluded.map(Path::to_path_buf);
     let found = Mutex::new(Vec::new());
     ignore::WalkBuilder::new(root)
         .hidden(false)
@@ -546,7 +619,9 @@ fn walk(root: &Path) -> Vec<(String, std::fs::Metadata)> {
         .git_exclude(true)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
+        .filter_entry(move |entry| {
+            entry.file_name() != ".git" && excluded.as_deref() != Some(entry.path())
+        })
         .build_parallel()
         .run(|| {
             let found = &found;

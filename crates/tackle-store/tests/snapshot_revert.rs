@@ -176,3 +176,76 @@ fn a_rewrite_with_the_same_size_mtime_and_inode_is_still_seen() {
     let second = snapshots.take().unwrap();
     assert_ne!(first, second, "the rewrite is in the second snapshot");
 }
+
+#[test]
+fn the_sweep_keeps_what_current_files_and_recent_changes_need() {
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root_path = std::fs::canonicalize(root.path()).unwrap();
+    let hash = |text: &str| blake3::hash(text.as_bytes()).to_hex().to_string();
+    let object = |text: &str| {
+        let h = hash(text);
+        std::fs::read_dir(data.path())
+            .unwrap()
+            .map(|e| e.unwrap().path().join("objects").join(&h[..2]).join(&h))
+            .find(|p| p.exists())
+    };
+    let age = |text: &str| {
+        let path = object(text).expect("stored");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    };
+    std::fs::write(root_path.join("a.txt"), "first\n").unwrap();
+    let snapshots = Snapshots::open(&root_path, data.path()).unwrap();
+    let before = snapshots.take().unwrap();
+    // Unchanged for a long time, then changed: its old content is what an undo needs.
+    age("first\n");
+    std::fs::write(root_path.join("a.txt"), "second\n").unwrap();
+    let after = snapshots.take().unwrap();
+    snapshots
+        .record("s", "m", "c1", "bash", &before, &after)
+        .unwrap();
+    // Content no manifest of a recent change or current file refers to.
+    std::fs::write(root_path.join("b.txt"), "transient\n").unwrap();
+    snapshots.take().unwrap();
+    std::fs::remove_file(root_path.join("b.txt")).unwrap();
+    snapshots.take().unwrap();
+    age("transient\n");
+
+    let removed = snapshots
+        .sweep(std::time::Duration::from_secs(3600))
+        .unwrap();
+    assert_eq!(removed, 1);
+    assert!(
+        object("transient\n").is_none(),
+        "old and unreferenced: removed"
+    );
+    assert!(
+        object("first\n").is_some(),
+        "old but needed by a recent change: kept"
+    );
+    assert!(object("second\n").is_some(), "current: kept");
+    let change = snapshots.change_of_call("s", "c1").unwrap().unwrap();
+    let plan = revert::plan(&snapshots, &[change]).unwrap();
+    assert_eq!(plan.conflicts().count(), 0);
+}
+
+#[test]
+fn a_data_directory_inside_the_location_is_not_snapshotted() {
+    let root = tempfile::tempdir().unwrap();
+    let root_path = std::fs::canonicalize(root.path()).unwrap();
+    std::fs::write(root_path.join("a.txt"), "a\n").unwrap();
+    let data = root_path.join(".tackle/data");
+    let snapshots =
+        Snapshots::open_excluding(&root_path, &data.join("snapshots"), Some(&data)).unwrap();
+    let first = snapshots.take().unwrap();
+    let manifest = snapshots.manifest(&first).unwrap();
+    assert_eq!(manifest.files.keys().collect::<Vec<_>>(), ["a.txt"]);
+    // Its own objects and index do not make the next snapshot differ.
+    assert_eq!(snapshots.take().unwrap(), first);
+}
