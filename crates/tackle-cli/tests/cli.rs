@@ -450,3 +450,65 @@ fn version_names_the_commit_it_was_built_from() {
         "{text}"
     );
 }
+
+/// The whole read, footer and instruction reminder included, fits the default output bound:
+/// the bound never cuts numbered lines out of the middle while the footer claims them.
+#[test]
+fn a_full_read_is_never_cut_in_the_middle_by_the_output_bound() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir(sandbox.root.path().join("sub")).unwrap();
+    // Many short lines: the line bound; long lines: the byte bound; a reminder on top.
+    sandbox.write(
+        "short.txt",
+        &(1..=2500).map(|i| format!("{i}\n")).collect::<String>(),
+    );
+    let long: String = (0..2000)
+        .map(|i| format!("line {i} of a file larger than the output bound\n"))
+        .collect();
+    sandbox.write("long.txt", &long);
+    sandbox.write("sub/long.txt", &long);
+    sandbox.write(
+        "sub/AGENTS.md",
+        &(0..300)
+            .map(|i| format!("rule {i}: be careful\n"))
+            .collect::<String>(),
+    );
+    for (file, limit, footer) in [
+        (
+            "short.txt",
+            None,
+            "(Showing lines 1-1998 of 2500. Use offset=1999 to continue.)",
+        ),
+        ("long.txt", Some(2000), "Use offset="),
+        ("sub/long.txt", Some(2000), "Use offset="),
+    ] {
+        let mut args = serde_json::json!({ "filePath": file });
+        if let Some(limit) = limit {
+            args["limit"] = limit.into();
+        }
+        let output = sandbox
+            .tackle()
+            .args(["call", "read", &args.to_string()])
+            .output()
+            .unwrap();
+        let text = stdout(&output);
+        assert!(!text.contains("omitted"), "{file}: the bound cut the read");
+        assert!(
+            text.contains(footer),
+            "{file}: {}",
+            &text[text.len().saturating_sub(400)..]
+        );
+        // The footer's last line is the one before `offset`.
+        let next: usize = text
+            .split("offset=")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!(
+            text.contains(&format!("{:>6}\t", next - 1)) && !text.contains(&format!("{next:>6}\t")),
+            "{file}: lines up to {} shown, and no more",
+            next - 1
+        );
+    }
+}

@@ -80,6 +80,9 @@ fn reduce(node: &mut Value) {
         return;
     };
     map.remove("title");
+    if let Some(Value::String(description)) = map.get_mut("description") {
+        *description = unwrap_doc(description);
+    }
     if let Some(Value::String(format)) = map.get("format")
         && !STANDARD_FORMATS.contains(&format.as_str())
     {
@@ -105,6 +108,31 @@ fn reduce(node: &mut Value) {
         reduce(child);
         Ok(())
     });
+}
+
+/// A doc comment's text as one paragraph per paragraph: a line break that only wrapped the
+/// source is a space; blank lines and list items (`- `, `* `, `1. `) keep theirs.
+fn unwrap_doc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let lines: Vec<&str> = text.split('\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            let previous_blank = lines[i - 1].trim().is_empty();
+            let trimmed = line.trim_start();
+            let list_item = trimmed.starts_with("- ")
+                || trimmed.starts_with("* ")
+                || trimmed
+                    .split_once(". ")
+                    .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+            if previous_blank || trimmed.is_empty() || list_item {
+                out.push('\n');
+            } else {
+                out.push(' ');
+            }
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// Takes `null` out of an optional property's schema: it is said by leaving the field out.

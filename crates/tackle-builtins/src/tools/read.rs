@@ -4,7 +4,7 @@ use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tackle_core::names::Permission;
-use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, OutputLimits, State, Tool, ToolFailure};
 
 use super::human;
 use super::instructions::nearest_unseen;
@@ -183,24 +183,42 @@ async fn read(
             "offset {offset} is past the end of `{name}`: the file is empty."
         )));
     }
-    let window = text::format_lines(
-        &decoded.text,
-        offset,
-        input.limit.unwrap_or(DEFAULT_READ_LIMIT),
-        MAX_LINE_CHARS,
-        MAX_READ_BYTES,
-    )
-    .map_err(failure)?;
+    // The window, its footer and any reminder must fit the default output bound whole: a bound
+    // that cut lines out of the middle would contradict the footer's "Showing lines a-b".
+    let window_for = |extra_lines: usize, extra_bytes: usize| {
+        let most_lines = OutputLimits::DEFAULT_MAX_LINES.saturating_sub(FOOTER_LINES + extra_lines);
+        text::format_lines(
+            &decoded.text,
+            offset,
+            input
+                .limit
+                .unwrap_or(DEFAULT_READ_LIMIT)
+                .min(most_lines)
+                .max(1),
+            MAX_LINE_CHARS,
+            MAX_READ_BYTES
+                .saturating_sub(FOOTER_BYTES + extra_bytes)
+                .max(1),
+        )
+        .map_err(failure)
+    };
+    let mut window = window_for(0, 0)?;
     env.reads.record_read(cx.session(), &target, &bytes);
     // A language server opens the file now, so the next change is compared with a known state.
     env.opened(&target.path, &decoded.text);
 
-    let mut output = window.text.clone();
     let mut instructions = Vec::new();
+    let mut reminder = None;
     if let Some(found) = nearest_unseen(env, cx.session(), &target) {
-        output.push_str("\n\n");
-        output.push_str(&found.reminder());
+        let text = found.reminder();
+        window = window_for(tackle_core::count_lines(&text) + 2, text.len() + 2)?;
+        reminder = Some(text);
         instructions.push(found.name);
+    }
+    let mut output = window.text.clone();
+    if let Some(reminder) = reminder {
+        output.push_str("\n\n");
+        output.push_str(&reminder);
     }
     Ok(ReadOutput {
         output,
@@ -215,6 +233,11 @@ async fn read(
         data_base64: None,
     })
 }
+
+/// Lines the footer of a read window takes (a blank line and the footer).
+const FOOTER_LINES: usize = 2;
+/// Bytes kept free for the footer.
+const FOOTER_BYTES: usize = 256;
 
 fn not_text(name: &str, error: DecodeError) -> ToolFailure {
     ToolFailure::new(format!("`{name}` is not UTF-8 or UTF-16 text: {error}"))

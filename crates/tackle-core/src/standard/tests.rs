@@ -131,3 +131,11 @@ fn output_schemas_keep_null_where_serde_writes_it() {
     let encoded = json!({"total": 1, "always": null});
     assert!(info.check_output(&encoded).is_ok());
 }
+
+#[test]
+fn wrapped_doc_lines_join_and_paragraphs_and_lists_stay() {
+    assert_eq!(
+        super::unwrap_doc("Absent means the\nworking directory.\n\n- one\n- two\n1. three"),
+        "Absent means the working directory.\n\n- one\n- two\n1. three"
+    );
+}
