@@ -227,9 +227,27 @@ impl HostBuilder {
             source: std::io::Error::other(source.to_string()),
         })?;
         let code = crate::code::build(root.clone(), &config);
-        let jobs = self
-            .background_jobs
-            .then(|| bash::jobs::Jobs::new(config.max_jobs()));
+        let jobs = match self.background_jobs {
+            false => None,
+            true => {
+                // Every start, input, kill and end, under the identity of its call.
+                let log = Arc::new(
+                    tackle_store::SqliteJobLog::open(&journal_path)
+                        .map_err(HostError::store("job log"))?,
+                );
+                let sink: bash::jobs::JobEventSink = Arc::new(move |event| {
+                    log.append(&tackle_store::JobLogRow {
+                        session: event.session.clone(),
+                        message: event.message.clone(),
+                        call: event.call.clone(),
+                        job: event.job.clone(),
+                        event: event.kind.name().to_owned(),
+                        detail: event.kind.detail(),
+                    });
+                });
+                Some(bash::jobs::Jobs::with_events(config.max_jobs(), sink))
+            }
+        };
         let env = ToolEnv::new(fs)
             .with_gate(gate.clone())
             .with_session_state(session_state.clone())

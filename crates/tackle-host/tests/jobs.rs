@@ -106,8 +106,43 @@ async fn jobs_are_private_to_their_session_end_with_it_and_die_with_the_host() {
     assert!(gone(a_pid).await, "a's job outlived its session");
     assert!(alive(b_pid));
 
+    // Input and a kill, each under its own call.
+    let (ok, _) = text(
+        &host
+            .settle(
+                &turn,
+                cx("b", "c5"),
+                ToolCall::new("bash_input", json!({"jobId": "job-2", "text": "hi\n"})),
+            )
+            .await,
+    );
+    assert!(ok);
+
     // The host is dropped: b's job goes.
     drop(turn);
     drop(host);
     assert!(gone(b_pid).await, "a job outlived the host");
+
+    // The journal's job log has every start, input, kill and end under its call's identity.
+    let log = tackle_store::SqliteJobLog::open(data.path().join("journal.sqlite3")).unwrap();
+    let events = |session: &str| -> Vec<(String, String, String)> {
+        log.events(session)
+            .unwrap()
+            .into_iter()
+            .map(|row| (row.call, row.job, row.event))
+            .collect()
+    };
+    let own =
+        |call: &str, job: &str, event: &str| (call.to_owned(), job.to_owned(), event.to_owned());
+    assert_eq!(
+        events("a"),
+        [own("c1", "job-1", "started"), own("c1", "job-1", "ended")]
+    );
+    let b = events("b");
+    assert_eq!(
+        b[..2],
+        [own("c2", "job-2", "started"), own("c5", "job-2", "input")]
+    );
+    // Dropped with the host: the end is logged when the waiter saw it, if it did before exit.
+    assert!(b.len() <= 3);
 }

@@ -61,6 +61,7 @@
 
 mod approvals;
 mod fs_store;
+mod job_log;
 mod journal;
 mod memory;
 mod session;
@@ -68,6 +69,7 @@ pub mod snapshot;
 
 pub use approvals::{OpenError, SqliteSavedApprovals};
 pub use fs_store::{DEFAULT_RETENTION, FsOutputStore, SweepReport};
+pub use job_log::{JobLogRow, SqliteJobLog};
 pub use journal::{Durability, MAX_BATCH, SqliteJournal};
 pub use memory::{MemoryJournal, MemoryOutputStore};
 pub use session::{MemorySessionState, SqliteSessionState};

@@ -370,8 +370,10 @@ async fn background(
     };
     let session = cx.session().as_str();
     let spool = spool::open(&options.spool_place(session)).ok();
+    let identity = cx.identity();
+    let started_by = (identity.assistant_message.as_str(), identity.call.as_str());
     let job = jobs
-        .start(session, &spec, spool)
+        .start(session, started_by, &spec, spool)
         .map_err(|error| match error {
             jobs::StartError::TooMany { limit } => ToolFailure::new(format!(
                 "This session already runs {limit} background jobs, the most allowed, so nothing \

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tackle_core::{AnyTool, Context, State, Tool, ToolFailure, thousands};
 
-use super::jobs::{Job, JobState, Jobs, KILL_GRACE};
+use super::jobs::{Job, JobEventKind, JobState, Jobs, KILL_GRACE};
 use super::{exit_line, human_duration};
 
 /// The longest `wait` of bash_output.
@@ -241,6 +241,15 @@ async fn input(
         .map_err(|reason| {
             ToolFailure::new(format!("Nothing was written to {}: {reason}.", job.id))
         })?;
+    let identity = cx.identity();
+    job.record(
+        identity.assistant_message.as_str(),
+        identity.call.as_str(),
+        JobEventKind::Input {
+            bytes: input.text.len(),
+            closed: close,
+        },
+    );
     let read = job.read(None, INPUT_ECHO_WAIT).await;
     let mut output = format!(
         "Wrote {} bytes to {}'s stdin{}.\n",
@@ -268,6 +277,12 @@ async fn kill(
     cx: Context,
 ) -> Result<JobResult, ToolFailure> {
     let job = find(&jobs, &cx, &input.job_id)?;
+    let identity = cx.identity();
+    job.record(
+        identity.assistant_message.as_str(),
+        identity.call.as_str(),
+        JobEventKind::Kill,
+    );
     let state = job.kill(KILL_GRACE).await;
     let tail = job.tail(20);
     jobs.forget(&job.id);

@@ -30,6 +30,72 @@ use super::procs;
 use super::run::{self, Spec};
 use super::spool::OpenSpool;
 
+/// Something that happened to a job, for the host's record (the journal's job log).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobEvent {
+    /// The session the job belongs to.
+    pub session: String,
+    /// The message of the call the event belongs to.
+    pub message: String,
+    /// The call the event belongs to: the one that started the job (start, exit), wrote to it
+    /// (input) or stopped it (kill).
+    pub call: String,
+    /// The job.
+    pub job: String,
+    /// What happened.
+    pub kind: JobEventKind,
+}
+
+/// What happened to a job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobEventKind {
+    /// It started: the command line and the shell's pid.
+    Started {
+        /// The command line.
+        command: String,
+        /// The shell's process ID.
+        pid: i32,
+    },
+    /// Text was written to its stdin.
+    Input {
+        /// How many bytes.
+        bytes: usize,
+        /// Whether stdin was closed after.
+        closed: bool,
+    },
+    /// A kill was asked for.
+    Kill,
+    /// It ended.
+    Ended(JobEnd),
+}
+
+impl JobEventKind {
+    /// A short name for the record: `started`, `input`, `kill` or `ended`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            JobEventKind::Started { .. } => "started",
+            JobEventKind::Input { .. } => "input",
+            JobEventKind::Kill => "kill",
+            JobEventKind::Ended(_) => "ended",
+        }
+    }
+
+    /// The details as one line (`pid 123: npm run dev`, `5 bytes, closed`, `exited 0`).
+    pub fn detail(&self) -> String {
+        match self {
+            JobEventKind::Started { command, pid } => format!("pid {pid}: {command}"),
+            JobEventKind::Input { bytes, closed } => {
+                format!("{bytes} bytes{}", if *closed { ", closed" } else { "" })
+            }
+            JobEventKind::Kill => String::new(),
+            JobEventKind::Ended(end) => JobState::Ended(*end).to_string(),
+        }
+    }
+}
+
+/// Where job events go.
+pub type JobEventSink = Arc<dyn Fn(&JobEvent) + Send + Sync>;
+
 /// The output a job keeps in memory: the last this many bytes.
 pub const WINDOW_BYTES: usize = 1024 * 1024;
 /// How long `bash_kill` waits after SIGTERM before SIGKILL.
@@ -107,6 +173,9 @@ pub struct Job {
     pub pid: i32,
     /// The file holding its output in full (up to the spool cap).
     pub spool_path: Option<PathBuf>,
+    /// The message and call that started it.
+    started_by: (String, String),
+    events: Option<JobEventSink>,
     started: Instant,
     marker: String,
     window: Mutex<Window>,
@@ -261,6 +330,19 @@ impl Job {
     fn bump(&self) {
         self.changed.send_modify(|n| *n += 1);
     }
+
+    /// Reports `kind` for the call `(message, call)`.
+    pub fn record(&self, message: &str, call: &str, kind: JobEventKind) {
+        if let Some(sink) = &self.events {
+            sink(&JobEvent {
+                session: self.session.clone(),
+                message: message.to_owned(),
+                call: call.to_owned(),
+                job: self.id.clone(),
+                kind,
+            });
+        }
+    }
 }
 
 /// Why a job could not start.
@@ -289,6 +371,7 @@ pub struct Jobs {
 
 struct Inner {
     jobs: Mutex<HashMap<String, Arc<Job>>>,
+    events: Option<JobEventSink>,
     next: AtomicU64,
     max_per_session: usize,
     closed: std::sync::atomic::AtomicBool,
@@ -322,6 +405,21 @@ impl Jobs {
         Self {
             inner: Arc::new(Inner {
                 jobs: Mutex::default(),
+                events: None,
+                next: AtomicU64::new(1),
+                max_per_session,
+                closed: Default::default(),
+            }),
+        }
+    }
+
+    /// No jobs yet, as [`new`](Self::new), with every start, input, kill and end reported to
+    /// `sink` under the identity of the call it belongs to.
+    pub fn with_events(max_per_session: usize, sink: JobEventSink) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                jobs: Mutex::default(),
+                events: Some(sink),
                 next: AtomicU64::new(1),
                 max_per_session,
                 closed: Default::default(),
@@ -366,6 +464,7 @@ impl Jobs {
     pub(crate) fn start(
         &self,
         session: &str,
+        started_by: (&str, &str),
         spec: &Spec,
         spool: Option<OpenSpool>,
     ) -> Result<Arc<Job>, StartError> {
@@ -397,6 +496,8 @@ impl Jobs {
             command: spec.command.clone(),
             pid,
             spool_path,
+            started_by: (started_by.0.to_owned(), started_by.1.to_owned()),
+            events: self.inner.events.clone(),
             started: Instant::now(),
             marker,
             window: Mutex::new(Window {
@@ -412,6 +513,14 @@ impl Jobs {
             killed: Default::default(),
         });
         self.inner.jobs.lock().insert(id, job.clone());
+        job.record(
+            started_by.0,
+            started_by.1,
+            JobEventKind::Started {
+                command: spec.command.clone(),
+                pid,
+            },
+        );
 
         // The pump: both pipes into the window and the spool file, in arrival order.
         let pumped = job.clone();
@@ -479,6 +588,8 @@ impl Jobs {
                 window.drained = true;
             }
             *waited.stdin.lock().await = None;
+            let (message, call) = waited.started_by.clone();
+            waited.record(&message, &call, JobEventKind::Ended(end));
             waited.bump();
         });
         Ok(job)
@@ -557,6 +668,7 @@ mod tests {
         let job = jobs
             .start(
                 "s",
+                ("m", "c"),
                 &spec("head -c 3145728 /dev/zero | tr '\\0' a; echo; echo last"),
                 None,
             )
@@ -575,7 +687,12 @@ mod tests {
     async fn a_filter_shows_matching_lines_and_still_advances() {
         let jobs = Jobs::new(2);
         let job = jobs
-            .start("s", &spec("printf 'keep 1\\ndrop 2\\nkeep 3\\n'"), None)
+            .start(
+                "s",
+                ("m", "c"),
+                &spec("printf 'keep 1\\ndrop 2\\nkeep 3\\n'"),
+                None,
+            )
             .unwrap();
         job.wait_end(Duration::from_secs(20)).await;
         let filter = regex::Regex::new("^keep").unwrap();
@@ -587,20 +704,22 @@ mod tests {
     #[tokio::test]
     async fn sessions_see_only_their_jobs_and_the_limit_counts_running_ones() {
         let jobs = Jobs::new(1);
-        let a = jobs.start("a", &spec("sleep 30"), None).unwrap();
+        let a = jobs
+            .start("a", ("m", "c"), &spec("sleep 30"), None)
+            .unwrap();
         assert!(jobs.get("b", &a.id).is_none());
         assert!(jobs.of_session("b").is_empty());
         assert!(matches!(
-            jobs.start("a", &spec("true"), None),
+            jobs.start("a", ("m", "c"), &spec("true"), None),
             Err(StartError::TooMany { limit: 1 })
         ));
         // Another session has room of its own.
-        let b = jobs.start("b", &spec("true"), None).unwrap();
+        let b = jobs.start("b", ("m", "c"), &spec("true"), None).unwrap();
         ended(&b).await;
         jobs.end_session("a");
         assert!(a.wait_end(Duration::from_secs(10)).await);
         assert_eq!(a.state(), JobState::Ended(JobEnd::Killed));
         // A finished job no longer counts.
-        assert!(jobs.start("a", &spec("true"), None).is_ok());
+        assert!(jobs.start("a", ("m", "c"), &spec("true"), None).is_ok());
     }
 }
