@@ -18,6 +18,13 @@ use crate::config::ServerConfig;
 use crate::position::{path_to_uri, uri_to_path};
 use crate::rpc::{Connection, Handler, RpcError};
 
+/// The pull-diagnostics request.
+const PULL: &str = "textDocument/diagnostic";
+/// `ServerCancelled`: the server asks to be asked again.
+const SERVER_CANCELLED: i64 = -32802;
+/// `ContentModified`: the document changed while the server worked.
+const CONTENT_MODIFIED: i64 = -32801;
+
 /// Diagnostics a server published for one file.
 #[derive(Clone, Debug)]
 pub(crate) struct Published {
@@ -32,6 +39,8 @@ pub(crate) struct Published {
 struct Inbox {
     published: Mutex<HashMap<PathBuf, Published>>,
     seq: watch::Sender<u64>,
+    /// The server answers `textDocument/diagnostic` (said at initialize or registered later).
+    pull: std::sync::atomic::AtomicBool,
     initialization: Option<Value>,
     root: PathBuf,
 }
@@ -97,8 +106,22 @@ impl Handler for Inbox {
                 "uri": path_to_uri(&self.root),
                 "name": self.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
             }])),
-            "client/registerCapability"
-            | "client/unregisterCapability"
+            "client/registerCapability" => {
+                let pull = params
+                    .get("registrations")
+                    .and_then(Value::as_array)
+                    .is_some_and(|all| {
+                        all.iter()
+                            .any(|r| r.get("method").and_then(Value::as_str) == Some(PULL))
+                    });
+                if pull {
+                    self.pull.store(true, std::sync::atomic::Ordering::SeqCst);
+                    // Wakes waiters, which then pull instead of waiting for a push.
+                    self.seq.send_modify(|n| *n += 1);
+                }
+                Ok(Value::Null)
+            }
+            "client/unregisterCapability"
             | "window/workDoneProgress/create"
             | "window/showMessageRequest"
             | "workspace/diagnostic/refresh"
@@ -187,6 +210,7 @@ impl Client {
         let inbox = Arc::new(Inbox {
             published: Mutex::default(),
             seq,
+            pull: Default::default(),
             initialization: config.initialization.clone(),
             root: root.to_path_buf(),
         });
@@ -201,11 +225,20 @@ impl Client {
             child: Mutex::new(Some(child)),
         });
         let params = initialize_params(root, config.initialization.as_ref());
-        client
+        let initialized = client
             .connection
             .request("initialize", params, wait)
             .await
             .map_err(StartError::Initialize)?;
+        if initialized
+            .pointer("/capabilities/diagnosticProvider")
+            .is_some_and(|provider| !provider.is_null())
+        {
+            client
+                .inbox
+                .pull
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         client.connection.notify("initialized", json!({}));
         if let Some(settings) = &config.initialization {
             client.connection.notify(
@@ -322,7 +355,7 @@ impl Client {
                     return Some(published);
                 }
             }
-            if !self.alive() {
+            if !self.alive() || self.supports_pull() {
                 return None;
             }
             match tokio::time::timeout_at(deadline, changes.changed()).await {
@@ -330,6 +363,64 @@ impl Client {
                 _ => return None,
             }
         }
+    }
+
+    /// Whether the server answers `textDocument/diagnostic`.
+    pub(crate) fn supports_pull(&self) -> bool {
+        self.inbox.pull.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Asks for `path`'s diagnostics (pull), waiting until `deadline`; stores them as the
+    /// file's latest at `version`. A server that cancels the request (it was not ready) is
+    /// asked again while time remains.
+    pub(crate) async fn pull(
+        &self,
+        path: &Path,
+        version: Option<i32>,
+        deadline: Instant,
+    ) -> Option<Vec<Diagnostic>> {
+        let params = json!({"textDocument": {"uri": path_to_uri(path)}});
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            match self.connection.request(PULL, params.clone(), left).await {
+                Ok(report) => {
+                    let items = report.get("items").cloned().unwrap_or(Value::Null);
+                    let diagnostics: Vec<Diagnostic> =
+                        match report.get("kind").and_then(Value::as_str) {
+                            // Nothing sent as previous result: an unchanged report keeps what we had.
+                            Some("unchanged") => self.published(path)?.diagnostics,
+                            _ => serde_json::from_value(items).unwrap_or_default(),
+                        };
+                    let mut published = self.inbox.published.lock();
+                    let seq = *self.inbox.seq.borrow() + 1;
+                    published.insert(
+                        path.to_path_buf(),
+                        Published {
+                            version,
+                            seq,
+                            diagnostics: diagnostics.clone(),
+                        },
+                    );
+                    drop(published);
+                    self.inbox.seq.send_replace(seq);
+                    return Some(diagnostics);
+                }
+                Err(RpcError::Server { code, .. })
+                    if code == SERVER_CANCELLED || code == CONTENT_MODIFIED =>
+                {
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// The version sent last for `path`.
+    pub(crate) fn version(&self, path: &Path) -> Option<i32> {
+        self.documents.lock().get(path).map(|d| d.version)
     }
 
     /// Waits until no diagnostics arrived for `quiet`, or `deadline`.
@@ -434,6 +525,7 @@ fn initialize_params(root: &Path, initialization: Option<&Value>) -> Value {
             "textDocument": {
                 "synchronization": {"dynamicRegistration": false, "didSave": true},
                 "publishDiagnostics": {"versionSupport": true, "relatedInformation": false},
+                "diagnostic": {"dynamicRegistration": true, "relatedDocumentSupport": false},
                 "hover": {"contentFormat": ["plaintext", "markdown"]},
                 "definition": {"linkSupport": false},
                 "implementation": {"linkSupport": false},

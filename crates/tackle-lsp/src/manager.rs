@@ -272,7 +272,13 @@ impl LspManager {
                 if let Ok(client) = manager.client(index, &path).await {
                     let _sync = client.sync.lock().await;
                     if !client.is_open(&path) {
-                        client.sync_document(&path, &text);
+                        let version = client.sync_document(&path, &text);
+                        // A pull server reports only when asked: ask now, so the file's state
+                        // before a change (its own or another file's) is known.
+                        if client.supports_pull() {
+                            let deadline = Instant::now() + manager.options.diagnostics_wait;
+                            client.pull(&path, Some(version), deadline).await;
+                        }
                     }
                 }
             }
@@ -320,18 +326,16 @@ impl LspManager {
             let wait = self.options.diagnostics_wait;
             // The state before: what the server says of the file as it was.
             let before_diagnostics = if client.is_open(path) {
-                client.published(path)
+                client.published(path).map(|p| p.diagnostics)
             } else if let Some(before) = before {
                 let since = client.seq();
                 let version = client.sync_document(path, before);
-                client
-                    .wait_for(path, version, since, Instant::now() + wait)
-                    .await
+                diagnostics_of(&client, path, version, since, Instant::now() + wait).await
             } else {
                 None
             };
-            if let (Some(published), Some(before)) = (&before_diagnostics, before) {
-                let converted = convert_all(&published.diagnostics, before);
+            if let (Some(diagnostics), Some(before)) = (&before_diagnostics, before) {
+                let converted = convert_all(diagnostics, before);
                 touched
                     .before
                     .get_or_insert_with(Vec::new)
@@ -346,12 +350,9 @@ impl LspManager {
             let since = client.seq();
             let version = client.sync_document(path, after);
             let deadline = Instant::now() + wait;
-            match client.wait_for(path, version, since, deadline).await {
-                Some(published) => {
-                    touched
-                        .after
-                        .extend(convert_all(&published.diagnostics, after));
-                    client.settle(self.options.settle, deadline).await;
+            match diagnostics_of(&client, path, version, since, deadline).await {
+                Some(diagnostics) => {
+                    touched.after.extend(convert_all(&diagnostics, after));
                     touched.servers.push((name, WaitStatus::Complete));
                 }
                 None if !client.alive() => {
@@ -362,16 +363,40 @@ impl LspManager {
                 }
                 None => touched.servers.push((name, WaitStatus::TimedOut)),
             }
-            for (other, published) in client.published_since(since) {
-                if other == path {
-                    continue;
+            // Other files: pulled again when the server answers pulls (the most recently
+            // published first, at most MAX_OTHER_PULLS), else what it pushed during a quiet spell.
+            let others: Vec<(PathBuf, Vec<Diagnostic>)> = if client.supports_pull() {
+                let mut open: Vec<PathBuf> = client
+                    .open_documents()
+                    .into_iter()
+                    .filter(|p| p != path)
+                    .collect();
+                let recency = |p: &PathBuf| others_before.get(p).map_or(0, |known| known.seq);
+                open.sort_by_key(|p| std::cmp::Reverse(recency(p)));
+                let mut pulled = Vec::new();
+                for other in open.iter().take(MAX_OTHER_PULLS) {
+                    let version = client.version(other);
+                    if let Some(diagnostics) = client.pull(other, version, deadline).await {
+                        pulled.push((other.clone(), diagnostics));
+                    }
                 }
+                pulled
+            } else {
+                client.settle(self.options.settle, deadline).await;
+                client
+                    .published_since(since)
+                    .into_iter()
+                    .filter(|(other, _)| other != path)
+                    .map(|(other, p)| (other, p.diagnostics))
+                    .collect()
+            };
+            for (other, diagnostics) in others {
                 let text = read_bounded(&other).unwrap_or_default();
                 let before = others_before
                     .get(&other)
                     .map(|p| convert_all(&p.diagnostics, &text));
                 touched.others.push(OtherFile {
-                    after: convert_all(&published.diagnostics, &text),
+                    after: convert_all(&diagnostics, &text),
                     before,
                     path: other,
                 });
@@ -438,6 +463,29 @@ impl LspManager {
             }
         }
     }
+}
+
+/// The most other open files pulled again after a change.
+const MAX_OTHER_PULLS: usize = 16;
+
+/// The diagnostics of `path` at `version`: pulled when the server answers pulls, else the
+/// publish for that version (or, when the server says mid-wait that it answers pulls, pulled).
+async fn diagnostics_of(
+    client: &Client,
+    path: &Path,
+    version: i32,
+    since: u64,
+    deadline: Instant,
+) -> Option<Vec<Diagnostic>> {
+    if !client.supports_pull()
+        && let Some(published) = client.wait_for(path, version, since, deadline).await
+    {
+        return Some(published.diagnostics);
+    }
+    if client.supports_pull() {
+        return client.pull(path, Some(version), deadline).await;
+    }
+    None
 }
 
 fn backoff(failures: u32) -> Duration {
