@@ -132,8 +132,12 @@ impl Project {
     }
 }
 
+/// Generous waits: the tests run beside the whole suite on two cores.
+const PATIENT: &str = r#"{"diagnostics": {"waitMs": 15000, "startTimeoutMs": 60000}}"#;
+
 fn python_project(servers: &Path) -> Project {
     let project = Project::new(Some(servers));
+    project.write(".tackle/config.json", PATIENT);
     project.write("pyproject.toml", "");
     project.write(
         "lib.py",
@@ -232,6 +236,7 @@ fn typescript_and_clangd_report_an_introduced_error_and_its_fix() {
         return;
     };
     let project = Project::new(Some(&servers));
+    project.write(".tackle/config.json", PATIENT);
     project.write("package.json", "{}\n");
     project.write(
         "tsconfig.json",

@@ -547,6 +547,20 @@ fn render(finished: run::Finished, timeout: Duration, workdir: String, shell: &P
             );
         }
     }
+    // The middle of a long output was left out above; the kept end is what a bound keeps, so
+    // the place of the whole output is repeated here, where it is seen.
+    if capture.tail < capture.total
+        && capture.dropped == 0
+        && capture.spool_error.is_none()
+        && let Some(path) = &capture.spool_path
+    {
+        output.push_str(&format!(
+            "\nThe output was {} lines ({} bytes); its middle is left out above. Full output: {}",
+            thousands(capture.lines),
+            thousands(capture.total),
+            path.display()
+        ));
+    }
     if capture.dropped > 0 {
         output.push_str(&format!(
             "\nNote: {} of {} bytes of output were dropped: only the first {} bytes were saved \

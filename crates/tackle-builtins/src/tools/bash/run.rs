@@ -616,8 +616,9 @@ impl Capture {
         let tail_len = tail.len() as u64;
         let tail_start = self.total - tail_len;
         let dropped = tail_start.saturating_sub(spooled.max(self.head.len() as u64));
-        let head = trim_end_partial(&self.head);
-        let tail = trim_start_partial(&tail);
+        // Whole lines on both sides of the gap: a number cut in half reads as another number.
+        let head = whole_lines_head(trim_end_partial(&self.head));
+        let tail = whole_lines_tail(trim_start_partial(&tail));
         let gap_start = head.len() as u64;
         let gap_end = self.total - tail.len() as u64;
         let count = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count() as u64;
@@ -697,6 +698,22 @@ fn write_spool(spool: &mut Spool, bytes: &[u8]) {
 }
 
 /// `bytes` without an incomplete UTF-8 sequence at its end.
+/// `bytes` up to and including its last newline; all of it when it holds none (one long line).
+fn whole_lines_head(bytes: &[u8]) -> &[u8] {
+    match memchr::memrchr(b'\n', bytes) {
+        Some(at) => &bytes[..=at],
+        None => bytes,
+    }
+}
+
+/// `bytes` after its first newline; all of it when it holds none.
+fn whole_lines_tail(bytes: &[u8]) -> &[u8] {
+    match memchr::memchr(b'\n', bytes) {
+        Some(at) if at + 1 < bytes.len() => &bytes[at + 1..],
+        _ => bytes,
+    }
+}
+
 fn trim_end_partial(bytes: &[u8]) -> &[u8] {
     match std::str::from_utf8(bytes) {
         Err(e) if e.error_len().is_none() => &bytes[..e.valid_up_to()],

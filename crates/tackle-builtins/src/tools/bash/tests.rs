@@ -329,13 +329,22 @@ async fn bash_large_output_spools_the_middle() {
     let spool = out["spoolPath"].as_str().unwrap();
     assert_eq!(std::fs::read_to_string(spool).unwrap(), expected);
     let text = text(&out);
-    assert!(text.starts_with(&expected[..100]), "{text}");
+    // Whole lines on both sides of the gap: no number is cut in half.
+    let head = &expected[..expected[..100].rfind('\n').unwrap() + 1];
+    assert!(text.starts_with(&format!("{head}[... ")), "{text}");
     assert!(
         text.contains(&format!("Full output: {spool} (inspect it with bash")),
         "{text}"
     );
+    let last = &expected[expected.len() - 1000..];
+    let tail = &last[last.find('\n').unwrap() + 1..];
+    assert!(text.contains(&format!(" ...]\n{tail}\nexit: 0")), "{text}");
+    // The whole output's place is repeated at the end, which an output bound keeps.
     assert!(
-        text.contains(&format!("{}\nexit: 0", &expected[expected.len() - 1000..])),
+        text.ends_with(&format!(
+            "The output was 5,000 lines (23,893 bytes); its middle is left out above. Full \
+             output: {spool}"
+        )),
         "{text}"
     );
 }
