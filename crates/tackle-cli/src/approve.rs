@@ -9,9 +9,15 @@ use tackle_permission::{PermissionRequest, Reply};
 
 /// Nobody can be asked, for `reason`; `--yes` or a permission rule allows it.
 pub(crate) fn no_one_to_ask(reason: &str) -> Approvals {
+    no_one_to_ask_unless(reason, "re-run with --yes")
+}
+
+/// Nobody can be asked, for `reason`; a permission rule or `remedy` (what the user can do)
+/// allows it.
+pub(crate) fn no_one_to_ask_unless(reason: &str, remedy: &str) -> Approvals {
     Approvals::NoOneToAsk {
         reason: reason.to_owned(),
-        remedy: Some("re-run with --yes".to_owned()),
+        remedy: Some(remedy.to_owned()),
     }
 }
 

@@ -338,7 +338,11 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             let approvals = if yes {
                 Approvals::AllowOnce
             } else {
-                approve::no_one_to_ask("the MCP client cannot show permission questions")
+                // The model cannot restart its own server: the user can.
+                approve::no_one_to_ask_unless(
+                    "the MCP client cannot show permission questions",
+                    "restart `tackle serve` with --yes",
+                )
             };
             let host = open_host(root, data_dir, config, approvals, Some(calls.clone()), true)?;
             host.supervise_mcp().await;

@@ -121,7 +121,12 @@ async fn serve_refuses_permission_questions_without_yes() {
     // Reading outside the root asks; nobody can answer, so it is refused as an error result.
     let result = call(&client, "read", json!({ "filePath": path_str(&secret) })).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
-    assert!(text(&result).contains("--yes"), "{result:?}");
+    // The remedy is the user's: the model cannot restart the server it talks to.
+    assert!(
+        text(&result).contains("restart `tackle serve` with --yes")
+            && !text(&result).contains("re-run"),
+        "{result:?}"
+    );
     client.cancel().await.expect("close the client");
 }
 
