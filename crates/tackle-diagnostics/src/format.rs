@@ -120,12 +120,6 @@ pub fn builtin_formatters() -> Vec<FormatterSpec> {
     ]
 }
 
-/// Where `program` is on `path_var` (a PATH-style value), or None. A program with a slash is
-/// taken as a path. Empty entries of `path_var` are skipped, not read as the current directory.
-pub fn find_on_path(program: &str, path_var: &OsStr) -> Option<PathBuf> {
-    tackle_lsp::find_program(program, path_var)
-}
-
 /// Why a formatter gave no text.
 #[derive(Debug)]
 pub enum FormatError {
@@ -701,17 +695,23 @@ mod tests {
     #[test]
     fn find_on_path_finds_sh_and_not_a_missing_program() {
         let path_var = OsStr::new("/usr/bin:/bin");
-        let sh = find_on_path("sh", path_var).expect("sh is on /usr/bin:/bin");
+        let sh = tackle_lsp::find_program("sh", path_var).expect("sh is on /usr/bin:/bin");
         assert!(sh.ends_with("sh"));
         assert!(sh.is_absolute());
-        assert_eq!(find_on_path("tackle-no-such-program", path_var), None);
-        assert_eq!(find_on_path("sh", OsStr::new("")), None);
-        assert_eq!(find_on_path("", path_var), None);
         assert_eq!(
-            find_on_path("/bin/sh", OsStr::new("")),
+            tackle_lsp::find_program("tackle-no-such-program", path_var),
+            None
+        );
+        assert_eq!(tackle_lsp::find_program("sh", OsStr::new("")), None);
+        assert_eq!(tackle_lsp::find_program("", path_var), None);
+        assert_eq!(
+            tackle_lsp::find_program("/bin/sh", OsStr::new("")),
             Some(PathBuf::from("/bin/sh"))
         );
-        assert_eq!(find_on_path("/tackle/no/such/program", path_var), None);
+        assert_eq!(
+            tackle_lsp::find_program("/tackle/no/such/program", path_var),
+            None
+        );
     }
 
     #[test]
@@ -1112,7 +1112,7 @@ mod tests {
     #[tokio::test]
     async fn rustfmt_formats_with_the_project_config_and_skips_modules() {
         let path_var = std::env::var_os("PATH").unwrap_or_default();
-        if find_on_path("rustfmt", &path_var).is_none() {
+        if tackle_lsp::find_program("rustfmt", &path_var).is_none() {
             println!("skipped: rustfmt is not on PATH");
             return;
         }

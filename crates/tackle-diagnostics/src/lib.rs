@@ -73,11 +73,6 @@ impl Diagnoser {
         }
     }
 
-    /// The language servers, when any are configured.
-    pub fn lsp(&self) -> Option<&Arc<LspManager>> {
-        self.lsp.as_ref()
-    }
-
     fn display(&self, path: &Path) -> String {
         path.strip_prefix(&self.root)
             .unwrap_or(path)
@@ -105,17 +100,12 @@ impl Diagnoser {
                 ..Default::default()
             };
             let mut flagged_lines = HashSet::new();
-            let servers = self
-                .lsp
-                .as_ref()
-                .filter(|lsp| {
-                    index < MAX_SERVER_FILES
-                        && lsp
-                            .servers_for(&change.path)
-                            .iter()
-                            .all(|s| !given_up.contains(*s))
-                })
-                .filter(|lsp| !lsp.servers_for(&change.path).is_empty());
+            let servers = self.lsp.as_ref().filter(|lsp| {
+                let names = lsp.servers_for(&change.path);
+                index < MAX_SERVER_FILES
+                    && !names.is_empty()
+                    && names.iter().all(|s| !given_up.contains(*s))
+            });
             if let Some(lsp) = servers {
                 let touched = lsp
                     .touch_and_wait(&change.path, change.before.as_deref(), Some(after))

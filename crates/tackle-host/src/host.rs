@@ -281,8 +281,9 @@ impl HostBuilder {
             .map_err(HostError::store("snapshots"))?,
         );
         let snapshotting = config.snapshot().unwrap_or(self.snapshots);
-        {
-            // Once per host, in the background: contents past the retention that nothing needs.
+        if snapshotting {
+            // Once per host that takes snapshots, in the background (not on every one-shot
+            // `tackle call`): contents past the retention that nothing needs.
             let snapshots = snapshots.clone();
             std::thread::spawn(move || {
                 if let Err(error) = snapshots.sweep(DEFAULT_RETENTION) {
@@ -438,14 +439,6 @@ impl Host {
         if let Some(lsp) = &self.lsp {
             lsp.shutdown().await;
         }
-    }
-
-    /// The language servers running now, by name.
-    pub fn language_servers_running(&self) -> Vec<String> {
-        self.lsp
-            .as_ref()
-            .map(|lsp| lsp.running())
-            .unwrap_or_default()
     }
 
     /// A builder for a host of the Location at `root`.

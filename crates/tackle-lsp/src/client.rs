@@ -140,7 +140,6 @@ struct Document {
 
 /// A started, initialized server.
 pub(crate) struct Client {
-    pub(crate) name: String,
     connection: Connection,
     inbox: Arc<Inbox>,
     documents: Mutex<HashMap<PathBuf, Document>>,
@@ -216,7 +215,6 @@ impl Client {
         });
         let connection = Connection::start(BufReader::new(stdout), stdin, inbox.clone());
         let client = Arc::new(Self {
-            name: config.name.clone(),
             connection,
             inbox,
             documents: Mutex::default(),

@@ -170,11 +170,6 @@ impl LspManager {
         &self.options
     }
 
-    /// Whether any server is configured.
-    pub fn has_servers(&self) -> bool {
-        !self.servers.is_empty()
-    }
-
     /// The names of the servers that serve `path`.
     pub fn servers_for(&self, path: &Path) -> Vec<&str> {
         self.servers
@@ -190,21 +185,6 @@ impl LspManager {
         self.servers
             .iter()
             .any(|s| s.name == server && s.configured)
-    }
-
-    /// The names of the servers running now.
-    pub fn running(&self) -> Vec<String> {
-        let slots: Vec<_> = self.slots.lock().values().cloned().collect();
-        let mut names: Vec<String> = slots
-            .iter()
-            .filter_map(|slot| {
-                let slot = slot.try_lock().ok()?;
-                let client = slot.client.as_ref()?;
-                client.alive().then(|| client.name.clone())
-            })
-            .collect();
-        names.sort();
-        names
     }
 
     /// The running client of server `index` for `path`'s project, started or restarted when
@@ -403,17 +383,6 @@ impl LspManager {
             }
         }
         touched
-    }
-
-    /// The known diagnostics of `path` across its servers, without waiting.
-    pub fn known_diagnostics(&self, path: &Path, text: &str) -> Vec<FileDiagnostic> {
-        let slots: Vec<_> = self.slots.lock().values().cloned().collect();
-        slots
-            .iter()
-            .filter_map(|slot| slot.try_lock().ok()?.client.clone())
-            .filter_map(|client| client.published(path))
-            .flat_map(|p| convert_all(&p.diagnostics, text))
-            .collect()
     }
 
     /// Sends `method` about `path` to its first server, opening the file first if needed.

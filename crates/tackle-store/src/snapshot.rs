@@ -20,7 +20,7 @@ use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rusqlite::{Connection, OptionalExtension as _, params};
+use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
 /// How much newer than a file's mtime a snapshot must be to trust its index entry: file
@@ -595,15 +595,6 @@ impl Snapshots {
             }
         }
         Ok(removed)
-    }
-
-    /// The most recent row number, to tell whether anything was recorded since.
-    pub fn last_seq(&self) -> Result<Option<i64>, SnapshotError> {
-        let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(db
-            .query_row("SELECT MAX(seq) FROM changes", [], |row| row.get(0))
-            .optional()?
-            .flatten())
     }
 }
 

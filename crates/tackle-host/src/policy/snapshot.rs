@@ -66,10 +66,11 @@ impl Layer for SnapshotLayer {
             if call.name() == ToolName::BATCH.as_str() {
                 return Ok(());
             }
-            let read_only = turn
+            // Unknown names and read-only tools change nothing.
+            let may_write = turn
                 .get(call.name())
-                .is_some_and(|tool| tool.definition().concurrency == Concurrency::ReadOnly);
-            if read_only || turn.get(call.name()).is_none() {
+                .is_some_and(|tool| tool.definition().concurrency != Concurrency::ReadOnly);
+            if !may_write {
                 return Ok(());
             }
             if let Some(id) = self.take().await {

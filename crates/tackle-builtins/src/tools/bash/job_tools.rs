@@ -135,6 +135,16 @@ fn find(jobs: &Jobs, cx: &Context, id: &str) -> Result<Arc<Job>, ToolFailure> {
     })
 }
 
+/// Logs `kind` for `job` under the calling settlement's identity.
+fn record(job: &Job, cx: &Context, kind: JobEventKind) {
+    let identity = cx.identity();
+    job.record(
+        identity.assistant_message.as_str(),
+        identity.call.as_str(),
+        kind,
+    );
+}
+
 fn listing(jobs: &Jobs, session: &str) -> String {
     let all = jobs.of_session(session);
     if all.is_empty() {
@@ -241,10 +251,9 @@ async fn input(
         .map_err(|reason| {
             ToolFailure::new(format!("Nothing was written to {}: {reason}.", job.id))
         })?;
-    let identity = cx.identity();
-    job.record(
-        identity.assistant_message.as_str(),
-        identity.call.as_str(),
+    record(
+        &job,
+        &cx,
         JobEventKind::Input {
             bytes: input.text.len(),
             closed: close,
@@ -277,12 +286,7 @@ async fn kill(
     cx: Context,
 ) -> Result<JobResult, ToolFailure> {
     let job = find(&jobs, &cx, &input.job_id)?;
-    let identity = cx.identity();
-    job.record(
-        identity.assistant_message.as_str(),
-        identity.call.as_str(),
-        JobEventKind::Kill,
-    );
+    record(&job, &cx, JobEventKind::Kill);
     let state = job.kill(KILL_GRACE).await;
     let tail = job.tail(20);
     jobs.forget(&job.id);

@@ -402,24 +402,20 @@ pub const DEFAULT_MAX_JOBS: usize = 8;
 impl Jobs {
     /// No jobs yet; each session may run `max_per_session` at once.
     pub fn new(max_per_session: usize) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                jobs: Mutex::default(),
-                events: None,
-                next: AtomicU64::new(1),
-                max_per_session,
-                closed: Default::default(),
-            }),
-        }
+        Self::build(max_per_session, None)
     }
 
     /// No jobs yet, as [`new`](Self::new), with every start, input, kill and end reported to
     /// `sink` under the identity of the call it belongs to.
     pub fn with_events(max_per_session: usize, sink: JobEventSink) -> Self {
+        Self::build(max_per_session, Some(sink))
+    }
+
+    fn build(max_per_session: usize, events: Option<JobEventSink>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 jobs: Mutex::default(),
-                events: Some(sink),
+                events,
                 next: AtomicU64::new(1),
                 max_per_session,
                 closed: Default::default(),
