@@ -123,9 +123,10 @@ enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
-    /// Revert what calls of the session changed (recorded when snapshots are on: `serve`,
-    /// embedders, or `"snapshot": true`): the last N changes, one call's, or one message's.
-    /// Files changed since are left alone unless --force. An undo can itself be undone.
+    /// Revert what calls changed (recorded when snapshots are on: `serve`, embedders, or
+    /// `"snapshot": true`): the last N changes of a session, one call's, or one message's. All
+    /// or nothing: if a path changed since, nothing is done unless --force. Without --session,
+    /// the session of the Location's most recent change. An undo can itself be undone.
     Undo {
         /// The provider call ID whose change to revert (see `tackle history`).
         #[arg(long, conflicts_with_all = ["message", "last", "since"])]
@@ -142,12 +143,19 @@ enum Command {
         /// Print the per-file plan without changing anything.
         #[arg(long)]
         dry_run: bool,
-        /// Overwrite files that changed since the reverted changes.
+        /// Overwrite paths that changed since the reverted changes (the same target again).
         #[arg(long)]
         force: bool,
     },
-    /// List the changes recorded for the session, oldest first, with each file's diffstat.
-    History,
+    /// List the Location's recent changes across sessions, newest first, with each path's
+    /// diffstat; with --session, that session's changes, oldest first.
+    History {
+        /// How many changes to list without --session.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// List the sessions that changed this Location, the most recent first.
+    Sessions,
 }
 
 #[derive(Debug, Subcommand)]
@@ -396,43 +404,80 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
         } => {
             let approvals = approve::no_one_to_ask("`undo` asks nothing");
             let host = open_host(root, data_dir, config, approvals, None, false)?;
-            let session = session.unwrap_or_else(|| "cli".to_owned());
             let target = match (call, since, message) {
                 (Some(call), ..) => tackle_host::UndoTarget::Call(call),
                 (None, Some(since), _) => tackle_host::UndoTarget::Since(since),
                 (None, None, Some(message)) => tackle_host::UndoTarget::Message(message),
                 (None, None, None) => tackle_host::UndoTarget::Last(last.unwrap_or(1)),
             };
-            let report = host.undo(&session, target, dry_run, force).await?;
+            let report = host
+                .undo(session.as_deref(), target, dry_run, force)
+                .await?;
             print_stdout(&report.render())?;
-            Ok(if report.plan.conflicts().next().is_some() && !force {
-                ExitCode::from(EXIT_MODEL_ERROR)
-            } else {
-                ExitCode::SUCCESS
+            Ok(match report.outcome {
+                tackle_host::UndoOutcome::Refused => ExitCode::from(EXIT_MODEL_ERROR),
+                tackle_host::UndoOutcome::RolledBack(_) | tackle_host::UndoOutcome::Partial(_) => {
+                    ExitCode::from(EXIT_OPERATIONAL)
+                }
+                _ => ExitCode::SUCCESS,
             })
         }
-        Command::History => {
+        Command::History { limit } => {
             let approvals = approve::no_one_to_ask("`history` asks nothing");
             let host = open_host(root, data_dir, config, approvals, None, false)?;
-            let session = session.unwrap_or_else(|| "cli".to_owned());
+            let entries = match &session {
+                Some(session) => host.history(session)?,
+                None => host.recent_history(limit)?,
+            };
             let mut lines = Vec::new();
-            for entry in host.history(&session)? {
+            for entry in entries {
                 let change = &entry.change;
-                lines.push(format!(
-                    "#{} {} `{}` (message {}): {} -> {}",
-                    change.seq,
-                    change.tool,
-                    change.call,
-                    change.message,
-                    change.before,
-                    change.after
-                ));
+                let mut line = format!(
+                    "#{} session `{}` {} `{}` (message {})",
+                    change.seq, change.session, change.tool, change.call, change.message
+                );
+                if !change.overlap.is_empty() {
+                    line.push_str(&format!("; overlapped by {}", change.overlap.join("; ")));
+                }
+                lines.push(line);
                 for (letter, path, added, removed) in &entry.files {
                     lines.push(format!("  {letter} {path} (+{added} -{removed})"));
                 }
+                if !change.shadowed.is_empty() {
+                    lines.push(format!(
+                        "  ({} ignored path{} changed, never undone)",
+                        change.shadowed.len(),
+                        if change.shadowed.len() == 1 { "" } else { "s" }
+                    ));
+                }
             }
             if lines.is_empty() {
-                lines.push(format!("no changes recorded for session `{session}`"));
+                lines.push(match &session {
+                    Some(session) => format!("no changes recorded for session `{session}`"),
+                    None => "no changes recorded in this Location".to_owned(),
+                });
+            }
+            print_stdout(&lines.join("\n"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sessions => {
+            let approvals = approve::no_one_to_ask("`sessions` asks nothing");
+            let host = open_host(root, data_dir, config, approvals, None, false)?;
+            let mut lines: Vec<String> = host
+                .sessions()?
+                .into_iter()
+                .map(|s| {
+                    format!(
+                        "{}  {} change{}, last at {}",
+                        s.session,
+                        s.changes,
+                        if s.changes == 1 { "" } else { "s" },
+                        render::timestamp(s.last_at_ms)
+                    )
+                })
+                .collect();
+            if lines.is_empty() {
+                lines.push("no session changed this Location".to_owned());
             }
             print_stdout(&lines.join("\n"))?;
             Ok(ExitCode::SUCCESS)

@@ -103,3 +103,38 @@ pub(crate) fn tools_provider(turn: &Turn) -> anyhow::Result<String> {
         turn.export(),
     ))?)
 }
+
+/// Unix milliseconds as `YYYY-MM-DD HH:MM:SS UTC`.
+pub(crate) fn timestamp(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod timestamp_tests {
+    #[test]
+    fn timestamps_are_civil_utc() {
+        assert_eq!(super::timestamp(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(
+            super::timestamp(1_795_693_478_000),
+            "2026-11-26 19:31:18 UTC"
+        );
+        assert_eq!(super::timestamp(951_782_400_000), "2000-02-29 00:00:00 UTC");
+    }
+}

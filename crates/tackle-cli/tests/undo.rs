@@ -126,7 +126,7 @@ fn undo_after_bash_restores_every_byte_mode_and_link_and_leaves_git_and_ignored_
     assert!(plan.contains("Dry run: nothing was changed."), "{plan}");
     let (ok, done) = project.run(&["undo", "--last", "1"]);
     assert!(ok, "{done}");
-    assert!(done.contains("Restored 6 files."), "{done}");
+    assert!(done.contains("Reverted 6 paths."), "{done}");
 
     let mut expected = before.clone();
     for (name, bytes, _, _) in &mut expected {
@@ -183,6 +183,8 @@ fn edits_and_writes_undo_one_at_a_time_and_an_undo_can_be_undone() {
     );
     let (_, history) = project.run(&["history"]);
     assert_eq!(history.matches("\n#").count() + 1, 3, "{history}");
+    // Newest first, across sessions, each with its session.
+    assert!(history.starts_with("#3 session `cli` write `"), "{history}");
     assert!(
         history.contains("write `") && history.contains("A b.txt (+1 -0)"),
         "{history}"
@@ -199,14 +201,14 @@ fn edits_and_writes_undo_one_at_a_time_and_an_undo_can_be_undone() {
     // One call by its ID: the first edit, which later changes built on: a conflict.
     let call = history
         .lines()
-        .find(|l| l.starts_with("#1 edit"))
-        .and_then(|l| l.split('`').nth(1))
+        .find(|l| l.starts_with("#1 session `cli` edit"))
+        .and_then(|l| l.split('`').nth(3))
         .unwrap()
         .to_owned();
     let (ok, conflict) = project.run(&["undo", "--call", &call]);
     assert!(!ok, "a conflict exits non-zero: {conflict}");
     assert!(
-        conflict.contains("a.txt changed after the reverted changes"),
+        conflict.contains("`a.txt` changed after the reverted changes"),
         "{conflict}"
     );
     assert!(
@@ -222,7 +224,7 @@ fn edits_and_writes_undo_one_at_a_time_and_an_undo_can_be_undone() {
 }
 
 #[test]
-fn a_file_the_user_changed_since_is_a_conflict_left_alone() {
+fn a_conflict_changes_nothing_and_force_applies_the_same_undo() {
     let project = Project::new();
     project.write("a.txt", b"a\n");
     project.write("b.txt", b"b\n");
@@ -232,14 +234,24 @@ fn a_file_the_user_changed_since_is_a_conflict_left_alone() {
     assert!(!ok);
     assert!(out.contains("M b.txt (+1 -1)  (conflict)"), "{out}");
     assert!(
-        out.contains("Restored 1 file. 1 file was left alone"),
+        out.contains("Nothing was changed: 1 path changed since. Run the same undo with --force"),
         "{out}"
     );
-    assert_eq!(std::fs::read(project.path("a.txt")).unwrap(), b"a\n");
+    // All or nothing: the file without a conflict is not reverted either.
+    assert_eq!(std::fs::read(project.path("a.txt")).unwrap(), b"A\n");
     assert_eq!(
         std::fs::read(project.path("b.txt")).unwrap(),
         b"the user's own edit\n"
     );
+    // The same target again, with --force (nothing was recorded, so `--last 1` is still it).
+    let (ok, out) = project.run(&["undo", "--last", "1", "--force"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("Reverted 2 paths, 1 of them overwritten (--force)."),
+        "{out}"
+    );
+    assert_eq!(std::fs::read(project.path("a.txt")).unwrap(), b"a\n");
+    assert_eq!(std::fs::read(project.path("b.txt")).unwrap(), b"b\n");
 }
 
 #[test]

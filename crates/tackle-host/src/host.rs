@@ -283,20 +283,28 @@ impl HostBuilder {
         let snapshotting = config.snapshot().unwrap_or(self.snapshots);
         if snapshotting {
             // Once per host that takes snapshots, in the background (not on every one-shot
-            // `tackle call`): contents past the retention that nothing needs.
+            // `tackle call`): the first full snapshot, so no call waits for it, then contents
+            // past the retention that nothing needs.
             let snapshots = snapshots.clone();
             std::thread::spawn(move || {
+                snapshots.build();
                 if let Err(error) = snapshots.sweep(DEFAULT_RETENTION) {
                     tracing::warn!(%error, "sweeping old snapshots failed");
                 }
             });
         }
+        let snapshot_layer = snapshotting.then(|| {
+            Arc::new(policy::snapshot::SnapshotLayer::new(
+                snapshots.clone(),
+                jobs.as_ref(),
+            ))
+        });
         let hooks = Hooks::new();
         let layers = policy::layers(
             gate.clone(),
             session_state,
             hooks.clone(),
-            snapshotting.then(|| snapshots.clone()),
+            snapshot_layer.clone(),
         );
         // The configuration's command hooks come first, before any plugin's. Inside a hook they
         // are off: the hook's own `tackle` would run the hook again.
@@ -360,6 +368,7 @@ impl HostBuilder {
             lsp: code.lsp,
             jobs,
             snapshots,
+            snapshot_layer,
         })
     }
 }
@@ -427,6 +436,8 @@ pub struct Host {
     jobs: Option<bash::jobs::Jobs>,
     /// The Location's snapshots and change log.
     pub(crate) snapshots: Arc<tackle_store::Snapshots>,
+    /// The snapshot layer, when calls are snapshotted.
+    pub(crate) snapshot_layer: Option<Arc<policy::snapshot::SnapshotLayer>>,
 }
 
 impl Host {

@@ -54,4 +54,4 @@ pub use host::{Host, HostBuilder, TurnSpec, default_data_dir, spool_dir};
 pub use plugin::{Plugin, PluginScope};
 pub use policy::{Hook, HookGuard, Hooks};
 pub use tackle_permission::names;
-pub use undo::{HistoryEntry, UndoReport, UndoTarget};
+pub use undo::{HistoryEntry, UndoOutcome, UndoReport, UndoTarget};

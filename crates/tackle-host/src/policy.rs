@@ -32,7 +32,7 @@ pub(crate) fn layers(
     gate: Gate,
     state: Arc<dyn SessionState>,
     hooks: Hooks,
-    snapshots: Option<Arc<tackle_store::Snapshots>>,
+    snapshot: Option<Arc<snapshot::SnapshotLayer>>,
 ) -> Layers {
     let mut layers: Vec<Arc<dyn Layer>> = vec![
         Arc::new(repair::NameRepair),
@@ -41,8 +41,8 @@ pub(crate) fn layers(
         Arc::new(hooks),
     ];
     // Last before the call: the name is the tool's, and a refused call takes no snapshot.
-    if let Some(snapshots) = snapshots {
-        layers.push(Arc::new(snapshot::SnapshotLayer::new(snapshots)));
+    if let Some(snapshot) = snapshot {
+        layers.push(snapshot);
     }
     layers.into()
 }

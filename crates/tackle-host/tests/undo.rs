@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use tackle_core::{CallIdentity, CancellationToken, Context, ToolCall};
-use tackle_host::{Approvals, HostBuilder, TurnSpec, UndoTarget};
+use tackle_host::{Approvals, HostBuilder, TurnSpec, UndoOutcome, UndoTarget};
 
 fn cx(message: &str, call: &str) -> Context {
     Context::new(
@@ -44,29 +44,30 @@ async fn calls_are_recorded_diffed_and_undone_by_message_and_by_call() {
     assert_eq!(calls, ["c1", "c2", "c4"]);
     assert_eq!(history[0].files, [('A', "b.txt".to_owned(), 1, 0)]);
     let bash = &history[1].change;
-    let diff = host.diff(&bash.before, &bash.after).unwrap();
+    let diff = host.diff(bash);
     assert!(
         diff.contains("--- a/a.txt\n+++ b/a.txt\n") && diff.contains("-alpha\n+ALPHA\n"),
         "{diff}"
     );
 
-    // Message m1's two calls: b.txt was changed since by c4, so it is a conflict; a.txt goes back.
+    // Message m1's two calls: b.txt was changed since by c4, so it is a conflict, and nothing
+    // is done (all or nothing).
     let report = host
-        .undo("s", UndoTarget::Message("m1".into()), false, false)
+        .undo(Some("s"), UndoTarget::Message("m1".into()), false, false)
         .await
         .unwrap();
-    assert_eq!(report.applied, ["a.txt"]);
+    assert_eq!(report.outcome, UndoOutcome::Refused, "{}", report.render());
     assert_eq!(report.plan.conflicts().count(), 1);
     assert_eq!(
         std::fs::read_to_string(root.path().join("a.txt")).unwrap(),
-        "alpha\n"
+        "ALPHA\n"
     );
     // Undo c4 alone, then m1 again: everything is as before.
-    host.undo("s", UndoTarget::Call("c4".into()), false, false)
+    host.undo(Some("s"), UndoTarget::Call("c4".into()), false, false)
         .await
         .unwrap();
     let report = host
-        .undo("s", UndoTarget::Message("m1".into()), false, false)
+        .undo(Some("s"), UndoTarget::Message("m1".into()), false, false)
         .await
         .unwrap();
     assert_eq!(report.plan.conflicts().count(), 0, "{}", report.render());
@@ -74,7 +75,7 @@ async fn calls_are_recorded_diffed_and_undone_by_message_and_by_call() {
     // Since c1: every change from it on (the undos included) is reverted at once, which puts
     // back what the undos took away.
     let report = host
-        .undo("s", UndoTarget::Since("c1".into()), true, false)
+        .undo(Some("s"), UndoTarget::Since("c1".into()), true, false)
         .await
         .unwrap();
     assert!(report.changes.len() >= 5, "{}", report.render());

@@ -73,7 +73,7 @@ pub use job_log::{JobLogRow, SqliteJobLog};
 pub use journal::{Durability, MAX_BATCH, SqliteJournal};
 pub use memory::{MemoryJournal, MemoryOutputStore};
 pub use session::{MemorySessionState, SqliteSessionState};
-pub use snapshot::{Change, Manifest, SnapshotError, Snapshots};
+pub use snapshot::{Change, ChangeMeta, Delta, RelPath, SnapshotError, Snapshots};
 
 /// The platform's per-user data directory joined with `tackle/<leaf>`.
 fn data_path(leaf: &str) -> Option<std::path::PathBuf> {

@@ -1,24 +1,51 @@
-//! Any sequence of changes, each recorded between two snapshots, reverted all at once, leaves the
-//! tree byte for byte (and mode for mode, link for link) as it was; reverting one change whose
-//! files later changes touched reports conflicts instead of overwriting them.
+//! The snapshot store and revert, in process: any sequence of changes, each recorded between a
+//! mark and a delta, reverted all at once, leaves the tree as it was (bytes, modes, links,
+//! directories, empty ones included); a revert is all or nothing, rolls back when the tree moves
+//! under it, and never writes through a symlink.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt as _;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::Path;
 
 use proptest::prelude::*;
 use tackle_store::Snapshots;
-use tackle_store::snapshot::revert;
+use tackle_store::snapshot::revert::{self, ApplyError};
+use tackle_store::snapshot::{Change, ChangeMeta};
+
+/// Runs `change` between a mark and a delta and records it as call `call`.
+fn recorded(snapshots: &Snapshots, call: &str, change: impl FnOnce()) -> Option<Change> {
+    let mark = snapshots.mark().unwrap();
+    change();
+    let (now, delta) = snapshots.since(&mark).unwrap();
+    snapshots.release(mark);
+    snapshots.release(now);
+    let meta = ChangeMeta {
+        session: "s".into(),
+        message: "m".into(),
+        call: call.into(),
+        tool: "bash".into(),
+        overlap: Vec::new(),
+    };
+    (!delta.is_empty()).then(|| snapshots.record(&meta, &delta).unwrap())
+}
+
+fn open(root: &Path, data: &Path) -> Snapshots {
+    let snapshots = Snapshots::open(root, data).unwrap();
+    snapshots.build();
+    snapshots
+}
 
 #[derive(Clone, Debug)]
 enum Op {
     Write(usize, Vec<u8>),
     Chmod(usize, u32),
-    Delete(usize),
+    Remove(usize),
     Link(usize, usize),
+    Mkdir(usize),
 }
 
-const NAMES: [&str; 5] = ["a.txt", "b.bin", "dir/c.txt", "dir/deep/d", "e"];
+const NAMES: [&str; 6] = ["a.txt", "b.bin", "dir/c.txt", "dir/deep/d", "e", "dir"];
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
@@ -32,62 +59,94 @@ fn op() -> impl Strategy<Value = Op> {
             prop_oneof![Just(0o644u32), Just(0o755), Just(0o600)]
         )
             .prop_map(|(i, m)| Op::Chmod(i, m)),
-        (0..NAMES.len()).prop_map(Op::Delete),
+        (0..NAMES.len()).prop_map(Op::Remove),
         (0..NAMES.len(), 0..NAMES.len()).prop_map(|(i, j)| Op::Link(i, j)),
+        (0..NAMES.len()).prop_map(Op::Mkdir),
     ]
+}
+
+fn clear(p: &Path) {
+    match std::fs::symlink_metadata(p) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(p).unwrap(),
+        Ok(_) => std::fs::remove_file(p).unwrap(),
+        Err(_) => {}
+    }
+}
+
+/// Makes `p`'s parent a directory (replacing whatever is on the way).
+fn parents(root: &Path, p: &Path) {
+    let mut dir = root.to_path_buf();
+    for part in p.strip_prefix(root).unwrap().parent().unwrap().components() {
+        dir.push(part);
+        if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            clear(&dir);
+            std::fs::create_dir(&dir).unwrap();
+        }
+    }
 }
 
 fn apply(root: &Path, op: &Op) {
     let path = |i: usize| root.join(NAMES[i]);
-    let clear = |p: &Path| {
-        if std::fs::symlink_metadata(p).is_ok() {
-            std::fs::remove_file(p).unwrap();
-        }
-    };
     match op {
         Op::Write(i, bytes) => {
             let p = path(*i);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            parents(root, &p);
             clear(&p);
             std::fs::write(&p, bytes).unwrap();
         }
         Op::Chmod(i, mode) => {
             let p = path(*i);
-            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_symlink()) {
                 std::fs::set_permissions(&p, std::fs::Permissions::from_mode(*mode)).unwrap();
             }
         }
-        Op::Delete(i) => clear(&path(*i)),
+        Op::Remove(i) => clear(&path(*i)),
         Op::Link(i, j) => {
             let p = path(*i);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            parents(root, &p);
             clear(&p);
             std::os::unix::fs::symlink(NAMES[*j], &p).unwrap();
+        }
+        Op::Mkdir(i) => {
+            let p = path(*i);
+            parents(root, &p);
+            clear(&p);
+            std::fs::create_dir(&p).unwrap();
         }
     }
 }
 
-/// Files (not directories) with their bytes or link target, and mode.
-fn tree(root: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
+/// Every path under `root` but `skip`: kind, mode, bytes or link target.
+fn tree(root: &Path) -> BTreeMap<Vec<u8>, (char, u32, Vec<u8>)> {
     let mut out = BTreeMap::new();
-    for name in NAMES {
-        let p = root.join(name);
-        if let Ok(meta) = std::fs::symlink_metadata(&p) {
-            let value = if meta.file_type().is_symlink() {
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            let key = p
+                .strip_prefix(root)
+                .unwrap()
+                .as_os_str()
+                .as_bytes()
+                .to_vec();
+            let value = if meta.is_symlink() {
                 (
+                    'l',
+                    0,
                     std::fs::read_link(&p)
                         .unwrap()
-                        .into_os_string()
-                        .into_encoded_bytes(),
-                    0,
+                        .as_os_str()
+                        .as_bytes()
+                        .to_vec(),
                 )
+            } else if meta.is_dir() {
+                stack.push(p);
+                ('d', meta.mode() & 0o7777, Vec::new())
             } else {
-                (
-                    std::fs::read(&p).unwrap(),
-                    meta.permissions().mode() & 0o7777,
-                )
+                ('f', meta.mode() & 0o7777, std::fs::read(&p).unwrap())
             };
-            out.insert(name.to_owned(), value);
+            out.insert(key, value);
         }
     }
     out
@@ -95,10 +154,12 @@ fn tree(root: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if std::env::var_os("TACKLE_DEEP").is_some() { 512 } else { 32 },
+        cases: if std::env::var_os("TACKLE_DEEP").is_some() { 1024 } else { 64 },
         ..ProptestConfig::default()
     })]
 
+    /// LAW-UNDO, in the store: revert everything and the tree is as it was; revert the revert
+    /// and it is as after the changes.
     #[test]
     fn reverting_every_recorded_change_restores_the_tree(
         start in proptest::collection::vec(op(), 0..6),
@@ -111,22 +172,21 @@ proptest! {
             apply(&root_path, op);
         }
         let initial = tree(&root_path);
-        let snapshots = Snapshots::open(&root_path, data.path()).unwrap();
+        let snapshots = open(&root_path, data.path());
         for (n, ops) in calls.iter().enumerate() {
-            let before = snapshots.take().unwrap();
-            for op in ops {
-                apply(&root_path, op);
-            }
-            let after = snapshots.take().unwrap();
-            if before != after {
-                snapshots.record("s", "m", &format!("c{n}"), "bash", &before, &after).unwrap();
-            }
+            recorded(&snapshots, &format!("c{n}"), || ops.iter().for_each(|op| apply(&root_path, op)));
         }
+        let changed = tree(&root_path);
         let changes = snapshots.changes("s").unwrap();
         let plan = revert::plan(&snapshots, &changes).unwrap();
         prop_assert_eq!(plan.conflicts().count(), 0);
+        prop_assert!(plan.can_apply(false));
         revert::apply(&snapshots, &plan, false).unwrap();
         prop_assert_eq!(tree(&root_path), initial);
+        let undo = snapshots.record_undo("s", &plan.delta()).unwrap();
+        let redo = revert::plan(&snapshots, &[undo]).unwrap();
+        revert::apply(&snapshots, &redo, false).unwrap();
+        prop_assert_eq!(tree(&root_path), changed);
     }
 }
 
@@ -136,19 +196,21 @@ fn reverting_an_early_change_that_a_later_one_built_on_is_a_conflict() {
     let data = tempfile::tempdir().unwrap();
     let root_path = std::fs::canonicalize(root.path()).unwrap();
     std::fs::write(root_path.join("a.txt"), "1\n").unwrap();
-    let snapshots = Snapshots::open(&root_path, data.path()).unwrap();
-    for (call, text) in [("c1", "2\n"), ("c2", "3\n")] {
-        let before = snapshots.take().unwrap();
-        std::fs::write(root_path.join("a.txt"), text).unwrap();
-        let after = snapshots.take().unwrap();
-        snapshots
-            .record("s", "m", call, "edit", &before, &after)
-            .unwrap();
-    }
-    let first = snapshots.change_of_call("s", "c1").unwrap().unwrap();
+    let snapshots = open(&root_path, data.path());
+    let first = recorded(&snapshots, "c1", || {
+        std::fs::write(root_path.join("a.txt"), "2\n").unwrap()
+    })
+    .unwrap();
+    recorded(&snapshots, "c2", || {
+        std::fs::write(root_path.join("a.txt"), "3\n").unwrap()
+    })
+    .unwrap();
     let plan = revert::plan(&snapshots, &[first]).unwrap();
     assert_eq!(plan.conflicts().count(), 1);
-    assert!(revert::apply(&snapshots, &plan, false).unwrap().is_empty());
+    assert!(matches!(
+        revert::apply(&snapshots, &plan, false),
+        Err(ApplyError::Refused)
+    ));
     assert_eq!(
         std::fs::read_to_string(root_path.join("a.txt")).unwrap(),
         "3\n"
@@ -162,19 +224,101 @@ fn a_rewrite_with_the_same_size_mtime_and_inode_is_still_seen() {
     let root_path = std::fs::canonicalize(root.path()).unwrap();
     let file = root_path.join("a.txt");
     std::fs::write(&file, "aaaa").unwrap();
-    let snapshots = Snapshots::open(&root_path, data.path()).unwrap();
-    let first = snapshots.take().unwrap();
-    let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
-    // Same size, same inode (written in place), same mtime (set back).
-    std::fs::write(&file, "bbbb").unwrap();
+    // Old enough that its cache entry is trusted.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
     std::fs::File::options()
         .write(true)
         .open(&file)
         .unwrap()
-        .set_modified(mtime)
+        .set_modified(old)
         .unwrap();
-    let second = snapshots.take().unwrap();
-    assert_ne!(first, second, "the rewrite is in the second snapshot");
+    let snapshots = open(&root_path, data.path());
+    let change = recorded(&snapshots, "c1", || {
+        // Same size, same inode (written in place), same mtime (set back): only ctime moves.
+        std::fs::write(&file, "bbbb").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    });
+    let change = change.expect("the rewrite is seen");
+    assert_eq!(change.files.len(), 1);
+}
+
+#[test]
+fn a_revert_rolls_back_when_the_tree_moves_under_it() {
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root_path = std::fs::canonicalize(root.path()).unwrap();
+    std::fs::write(root_path.join("a.txt"), "a\n").unwrap();
+    std::fs::write(root_path.join("z.txt"), "z\n").unwrap();
+    std::fs::write(root_path.join("x"), "x\n").unwrap();
+    let snapshots = open(&root_path, data.path());
+    let change = recorded(&snapshots, "c1", || {
+        std::fs::write(root_path.join("a.txt"), "A2\n").unwrap();
+        std::fs::write(root_path.join("z.txt"), "Z2\n").unwrap();
+        std::fs::remove_file(root_path.join("x")).unwrap();
+        std::fs::create_dir(root_path.join("x")).unwrap();
+        std::fs::write(root_path.join("x/y"), "in\n").unwrap();
+    })
+    .unwrap();
+    let plan = revert::plan(&snapshots, &[change]).unwrap();
+    assert!(plan.can_apply(false));
+    // Between the plan and the apply, another process rewrites the last file the revert writes.
+    std::fs::write(root_path.join("z.txt"), "someone else\n").unwrap();
+    let moved = tree(&root_path);
+    let error = revert::apply(&snapshots, &plan, false).unwrap_err();
+    assert!(matches!(error, ApplyError::RolledBack { .. }), "{error}");
+    assert_eq!(
+        tree(&root_path),
+        moved,
+        "every step before the failure was put back"
+    );
+}
+
+#[test]
+fn a_revert_never_writes_through_a_directory_swapped_for_a_symlink() {
+    let root = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root_path = std::fs::canonicalize(root.path()).unwrap();
+    std::fs::create_dir(root_path.join("d")).unwrap();
+    std::fs::write(root_path.join("d/f"), "F\n").unwrap();
+    std::fs::write(root_path.join("d/g"), "G\n").unwrap();
+    let snapshots = open(&root_path, data.path());
+    let edit = recorded(&snapshots, "c1", || {
+        std::fs::write(root_path.join("d/g"), "G2\n").unwrap()
+    })
+    .unwrap();
+    let removal = recorded(&snapshots, "c2", || {
+        std::fs::remove_dir_all(root_path.join("d")).unwrap()
+    })
+    .unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), root_path.join("d")).unwrap();
+    // The edit alone: `d` is not the revert's to replace, so `d/g` is blocked, even forced.
+    let plan = revert::plan(&snapshots, &[edit]).unwrap();
+    assert_eq!(plan.blocked().count(), 1, "{plan:?}");
+    assert!(matches!(
+        revert::apply(&snapshots, &plan, true),
+        Err(ApplyError::Refused)
+    ));
+    // The removal: `d` is a conflict (a symlink now); forced, the link itself is replaced.
+    let plan = revert::plan(&snapshots, &[removal]).unwrap();
+    assert!(!plan.can_apply(false));
+    revert::apply(&snapshots, &plan, true).unwrap();
+    assert_eq!(
+        std::fs::read_dir(elsewhere.path()).unwrap().count(),
+        0,
+        "nothing written outside"
+    );
+    assert!(
+        std::fs::symlink_metadata(root_path.join("d"))
+            .unwrap()
+            .is_dir()
+    );
+    assert_eq!(std::fs::read(root_path.join("d/f")).unwrap(), b"F\n");
 }
 
 #[test]
@@ -201,20 +345,18 @@ fn the_sweep_keeps_what_current_files_and_recent_changes_need() {
             .unwrap();
     };
     std::fs::write(root_path.join("a.txt"), "first\n").unwrap();
-    let snapshots = Snapshots::open(&root_path, data.path()).unwrap();
-    let before = snapshots.take().unwrap();
+    let snapshots = open(&root_path, data.path());
     // Unchanged for a long time, then changed: its old content is what an undo needs.
     age("first\n");
-    std::fs::write(root_path.join("a.txt"), "second\n").unwrap();
-    let after = snapshots.take().unwrap();
-    snapshots
-        .record("s", "m", "c1", "bash", &before, &after)
-        .unwrap();
-    // Content no manifest of a recent change or current file refers to.
+    let change = recorded(&snapshots, "c1", || {
+        std::fs::write(root_path.join("a.txt"), "second\n").unwrap()
+    })
+    .unwrap();
+    // Content no recent change or current file refers to.
     std::fs::write(root_path.join("b.txt"), "transient\n").unwrap();
-    snapshots.take().unwrap();
+    snapshots.release(snapshots.mark().unwrap());
     std::fs::remove_file(root_path.join("b.txt")).unwrap();
-    snapshots.take().unwrap();
+    snapshots.release(snapshots.mark().unwrap());
     age("transient\n");
 
     let removed = snapshots
@@ -230,9 +372,8 @@ fn the_sweep_keeps_what_current_files_and_recent_changes_need() {
         "old but needed by a recent change: kept"
     );
     assert!(object("second\n").is_some(), "current: kept");
-    let change = snapshots.change_of_call("s", "c1").unwrap().unwrap();
     let plan = revert::plan(&snapshots, &[change]).unwrap();
-    assert_eq!(plan.conflicts().count(), 0);
+    assert!(plan.can_apply(false));
 }
 
 #[test]
@@ -243,9 +384,16 @@ fn a_data_directory_inside_the_location_is_not_snapshotted() {
     let data = root_path.join(".tackle/data");
     let snapshots =
         Snapshots::open_excluding(&root_path, &data.join("snapshots"), Some(&data)).unwrap();
-    let first = snapshots.take().unwrap();
-    let manifest = snapshots.manifest(&first).unwrap();
-    assert_eq!(manifest.files.keys().collect::<Vec<_>>(), ["a.txt"]);
-    // Its own objects and index do not make the next snapshot differ.
-    assert_eq!(snapshots.take().unwrap(), first);
+    snapshots.build();
+    // Its own objects, cache and log do not make a change.
+    let change = recorded(&snapshots, "c1", || {
+        std::fs::write(data.join("noise"), "n").unwrap();
+    });
+    assert!(change.is_none(), "{change:?}");
+    let change = recorded(&snapshots, "c2", || {
+        std::fs::write(root_path.join("a.txt"), "b\n").unwrap()
+    })
+    .unwrap();
+    let paths: Vec<String> = change.files.iter().map(|f| f.path.display()).collect();
+    assert_eq!(paths, ["a.txt"]);
 }

@@ -196,6 +196,11 @@ pub struct Read {
 }
 
 impl Job {
+    /// The message and call that started it.
+    pub fn started_by(&self) -> (&str, &str) {
+        (&self.started_by.0, &self.started_by.1)
+    }
+
     /// Its state now.
     pub fn state(&self) -> JobState {
         self.window.lock().state.clone()
@@ -396,6 +401,18 @@ impl std::fmt::Debug for Jobs {
     }
 }
 
+/// A handle on [`Jobs`] that does not keep them alive (dropping the last [`Jobs`] still kills
+/// every job).
+#[derive(Clone, Debug)]
+pub struct WeakJobs(std::sync::Weak<Inner>);
+
+impl WeakJobs {
+    /// The jobs, while some [`Jobs`] still holds them.
+    pub fn upgrade(&self) -> Option<Jobs> {
+        self.0.upgrade().map(|inner| Jobs { inner })
+    }
+}
+
 /// The default number of jobs a session may run at once.
 pub const DEFAULT_MAX_JOBS: usize = 8;
 
@@ -423,6 +440,11 @@ impl Jobs {
         }
     }
 
+    /// A handle that does not keep the jobs alive.
+    pub fn downgrade(&self) -> WeakJobs {
+        WeakJobs(Arc::downgrade(&self.inner))
+    }
+
     /// The job `id` if `session` owns it.
     pub fn get(&self, session: &str, id: &str) -> Option<Arc<Job>> {
         self.inner
@@ -441,6 +463,20 @@ impl Jobs {
             .lock()
             .values()
             .filter(|job| job.session == session)
+            .cloned()
+            .collect();
+        jobs.sort_by_key(|job| job.started);
+        jobs
+    }
+
+    /// Every running job, of every session, oldest first.
+    pub fn running_anywhere(&self) -> Vec<Arc<Job>> {
+        let mut jobs: Vec<_> = self
+            .inner
+            .jobs
+            .lock()
+            .values()
+            .filter(|job| job.state() == JobState::Running)
             .cloned()
             .collect();
         jobs.sort_by_key(|job| job.started);
