@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tackle_builtins::{Ask, Gate, LocationFs, QuestionAsker, ToolEnv, tools::bash};
-use tackle_core::{Context, Provider, Settlement, ToolCall, ToolDefinition};
+use tackle_core::{Context, Provider, SessionState, Settlement, ToolCall, ToolDefinition};
 use tackle_mcp::ClientCalls;
 use tackle_permission::{PermissionService, PresetContext};
 use tackle_registry::{Layers, Location, SettlementConfig, ToolRegistry, Turn};
@@ -163,12 +163,18 @@ impl HostBuilder {
         })?;
         let config = match self.config {
             Some(config) => config,
-            None => {
-                config::load_with_home(&root, self.config_file.as_deref(), self.home.as_deref())?
-            }
+            None => config::load_with_home(
+                &root,
+                self.config_file.as_deref(),
+                self.home.as_deref(),
+                &crate::trust::TrustStore::in_data_dir(&data_dir),
+            )?,
         };
         let config = Arc::new(config);
         let mut warnings = Vec::new();
+        if let Some(trust) = config.trust().filter(|trust| trust.needs_trust()) {
+            warnings.push(trust.notice());
+        }
 
         let output_dir = data_dir.join("tool-output");
         let store = FsOutputStore::new(&output_dir).map_err(HostError::store("output store"))?;
@@ -294,7 +300,7 @@ impl HostBuilder {
         let hooks = Hooks::new();
         let layers = policy::layers(
             gate.clone(),
-            session_state,
+            session_state.clone(),
             hooks.clone(),
             snapshotting.then(|| snapshots.clone()),
         );
@@ -314,11 +320,7 @@ impl HostBuilder {
             .map(|hook| {
                 hooks.register(
                     policy::command::CommandHookRunner::name(hook),
-                    policy::command::CommandHookRunner::new(
-                        hook.clone(),
-                        root.clone(),
-                        gate.clone(),
-                    ),
+                    policy::command::CommandHookRunner::new(hook.clone(), root.clone()),
                 )
             })
             .collect();
@@ -360,6 +362,7 @@ impl HostBuilder {
             lsp: code.lsp,
             jobs,
             snapshots,
+            session_state,
         })
     }
 }
@@ -427,6 +430,8 @@ pub struct Host {
     jobs: Option<bash::jobs::Jobs>,
     /// The Location's snapshots and change log.
     pub(crate) snapshots: Arc<tackle_store::Snapshots>,
+    /// Per-session state, shared with the tools and layers.
+    session_state: Arc<SqliteSessionState>,
 }
 
 impl Host {
@@ -576,6 +581,24 @@ impl Host {
             }
             bash::end_session_spools(&spool_dir, session);
         }
+    }
+
+    /// The notice a session's first result carries while the project's configuration waits
+    /// for trust: which of its settings were ignored and that only the user can trust it.
+    /// `Some` once per session (across processes of one session) and per configuration
+    /// content, logged each time it is given; `None` otherwise.
+    pub fn trust_notice(&self, session: &str) -> Option<String> {
+        let trust = self.config.trust().filter(|trust| trust.needs_trust())?;
+        let key = format!("trust-notice:{}", trust.hash.as_str());
+        if matches!(self.session_state.get(session, &key), Ok(Some(_))) {
+            return None;
+        }
+        if let Err(error) = self.session_state.put(session, &key, Some("shown")) {
+            tracing::warn!(%error, "cannot record that the trust notice was shown");
+        }
+        let notice = trust.notice();
+        tracing::warn!(session, "{notice}");
+        Some(notice)
     }
 
     /// Whether a tool may reach an open world (the network, other programs): every tool but the

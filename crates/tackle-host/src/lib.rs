@@ -41,6 +41,7 @@ mod nesting;
 mod plugin;
 pub mod policy;
 mod toolsets;
+pub mod trust;
 mod undo;
 
 pub use approvals::{Answer, Approvals, Asker};
@@ -53,5 +54,6 @@ pub use error::HostError;
 pub use host::{Host, HostBuilder, TurnSpec, default_data_dir, spool_dir};
 pub use plugin::{Plugin, PluginScope};
 pub use policy::{Hook, HookGuard, Hooks};
+pub use trust::{ProjectTrust, TrustStore};
 pub use tackle_permission::names;
 pub use undo::{HistoryEntry, UndoReport, UndoTarget};
