@@ -198,7 +198,7 @@ impl ProjectTrust {
     /// happened, and what only the user can do about it.
     pub fn notice(&self) -> String {
         let count = self.enables().count();
-        let keys: Vec<String> = self
+        let mut keys: Vec<String> = self
             .enables()
             .take(5)
             .map(|held| match held.key.as_str() {
@@ -206,16 +206,14 @@ impl ProjectTrust {
                 key => format!("`{key}`"),
             })
             .collect();
-        let more = if count > keys.len() {
-            format!(" and {} more", count - keys.len())
-        } else {
-            String::new()
-        };
+        if count > keys.len() {
+            keys.push(format!("and {} more", count - keys.len()));
+        }
         format!(
-            "Note: this project's configuration is not trusted, so {count} of its settings that \
-             run commands or widen permissions were ignored ({}{more}). Deny and ask rules from \
-             it still apply. Only the user can trust it, by running `tackle trust --root {}`; \
-             tell them if a tool you need is missing.",
+            "Note: this project's configuration is not trusted, so its settings that run \
+             commands or widen permissions were ignored: {}. Its deny and ask rules still \
+             apply. Only the user can trust it, by running `tackle trust --root {}`; tell them \
+             if a tool you need is missing.",
             keys.join(", "),
             self.root.display()
         )
