@@ -218,14 +218,29 @@ async fn project_mcp_servers_start_on_neither_call_tools_nor_serve() {
     }
 }
 
-#[test]
-fn a_project_lsp_entry_does_not_run_on_a_read_of_a_py_file() {
+#[tokio::test]
+async fn a_project_lsp_entry_does_not_run_on_a_read_of_a_py_file() {
     let repo = Repo::new();
     let mark = repo.mark("lsp");
     repo.write("x.py", "print(1)\n");
-    repo.project_config(json!({"lsp": {"evil": {"command": touch(&mark), "extensions": [".py"]}}}));
-    let output = repo.call("read", json!({"filePath": "x.py"}));
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let mut command = touch(&mark);
+    // A server that stays up, so a start is a start and not a crash.
+    command[2].push_str("; cat");
+    repo.project_config(json!({"lsp": {"evil": {"command": command, "extensions": [".py"]}}}));
+    // A read opens the file in its servers; `serve` keeps the process for them to start.
+    let command = tokio::process::Command::from(repo.command(&["serve"]));
+    let client = ()
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .expect("initialize");
+    let read = call(&client, "read", json!({"filePath": "x.py"})).await;
+    assert_eq!(read.is_error, Some(false), "{read:?}");
+    // A change waits for the file's servers, within one `tackle call` too.
+    let output = repo.call("write", json!({"filePath": "y.py", "content": "print(2)\n"}));
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    // Long enough for a server start to leave its mark.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let _ = client.cancel().await;
     assert!(!mark.exists());
 }
 
