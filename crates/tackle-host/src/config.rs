@@ -459,7 +459,13 @@ pub fn load_with_home(
     let mut hashed: Vec<HashedFile> = texts
         .iter()
         .filter(|(_, _, origin, _)| *origin == Origin::Project)
-        .map(|(file, _, _, text)| HashedFile::new(file.clone(), text.as_bytes()))
+        .map(|(file, _, _, text)| {
+            // By the real path: `--root .` and `--root /abs` name the same configuration.
+            let real = file
+                .strip_prefix(root)
+                .map_or_else(|_| file.clone(), |relative| real_root.join(relative));
+            HashedFile::new(real, text.as_bytes())
+        })
         .collect();
     hashed.extend(manifests.iter().cloned());
     let mut project =
