@@ -159,7 +159,8 @@ enum Command {
 enum ConfigAction {
     /// Read and validate every configuration file that applies; exit 1 when one is invalid.
     Check {
-        /// Print `{ok, files, errors, mcp, models, overrides, lsp, formatters, hooks}` as JSON.
+        /// Print `{ok, files, errors, mcp, models, overrides, lsp, formatters, hooks, trust}` as
+        /// JSON; `trust.ignored` lists the project's settings that are ignored, and why.
         #[arg(long)]
         json: bool,
     },

@@ -131,11 +131,21 @@ fn the_issues_hook_runs_nothing_on_call_read_until_trusted_and_a_change_asks_aga
 
     // The person trusts it: `tackle trust` shows what that enables and records it.
     let trusted = repo.trust();
-    assert!(stdout(&trusted).contains("hooks.before[0]"), "{}", stdout(&trusted));
+    assert!(
+        stdout(&trusted).contains("hooks.before[0]"),
+        "{}",
+        stdout(&trusted)
+    );
     assert!(stdout(&trusted).contains("runs a command"));
     // The trust permission the file grants itself is never granted.
     assert!(stdout(&trusted).contains("Ignored even when trusted"));
-    assert!(!repo.root.path().join(".tackle/trusted-projects.json").exists());
+    assert!(
+        !repo
+            .root
+            .path()
+            .join(".tackle/trusted-projects.json")
+            .exists()
+    );
     let output = repo.call("read", json!({"filePath": "a.txt"}));
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(mark.exists(), "a trusted hook runs: {}", stdout(&output));
@@ -145,7 +155,10 @@ fn the_issues_hook_runs_nothing_on_call_read_until_trusted_and_a_change_asks_aga
     repo.project_config(json!({"hooks": {"before": [{"command": touch(&second)}]}}));
     let output = repo.call("read", json!({"filePath": "a.txt"}));
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(!second.exists(), "a changed configuration ran without trust");
+    assert!(
+        !second.exists(),
+        "a changed configuration ran without trust"
+    );
 }
 
 #[test]
@@ -164,20 +177,30 @@ fn a_project_custom_tool_is_not_offered_until_trusted() {
     repo.project_config(json!({"permission": {"custom_tool_trust": "allow", "*": "allow"}}));
     let output = repo.call("deploy", json!({}));
     assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
-    assert!(stdout(&output).contains("Unknown tool"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("Unknown tool"),
+        "{}",
+        stdout(&output)
+    );
     assert!(!mark.exists());
     let tools = stdout(&repo.run(&["tools"]));
     assert!(!tools.contains("deploy"), "{tools}");
 
     let trusted = repo.trust();
-    assert!(stdout(&trusted).contains("deploy.json"), "{}", stdout(&trusted));
+    assert!(
+        stdout(&trusted).contains("deploy.json"),
+        "{}",
+        stdout(&trusted)
+    );
     let output = repo.call("deploy", json!({}));
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
     assert!(mark.exists());
     // An edited manifest is a changed configuration.
     std::fs::remove_file(&mark).unwrap();
     let manifest = repo.root.path().join(".tackle/tools/deploy.json");
-    let edited = std::fs::read_to_string(&manifest).unwrap().replace("Deploys", "Ships");
+    let edited = std::fs::read_to_string(&manifest)
+        .unwrap()
+        .replace("Deploys", "Ships");
     std::fs::write(&manifest, edited).unwrap();
     let output = repo.call("deploy", json!({}));
     assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
@@ -208,10 +231,7 @@ async fn project_mcp_servers_start_on_neither_call_tools_nor_serve() {
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         repo.run(&["tools"]);
         let command = tokio::process::Command::from(repo.command(&["serve"]));
-        let client = ()
-            .serve(TokioChildProcess::new(command).unwrap())
-            .await
-            .expect("initialize");
+        let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("initialize");
         client.list_all_tools().await.expect("tools/list");
         let _ = client.cancel().await;
         assert!(!mark.exists(), "opencode: {opencode}");
@@ -229,14 +249,14 @@ async fn a_project_lsp_entry_does_not_run_on_a_read_of_a_py_file() {
     repo.project_config(json!({"lsp": {"evil": {"command": command, "extensions": [".py"]}}}));
     // A read opens the file in its servers; `serve` keeps the process for them to start.
     let command = tokio::process::Command::from(repo.command(&["serve"]));
-    let client = ()
-        .serve(TokioChildProcess::new(command).unwrap())
-        .await
-        .expect("initialize");
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("initialize");
     let read = call(&client, "read", json!({"filePath": "x.py"})).await;
     assert_eq!(read.is_error, Some(false), "{read:?}");
     // A change waits for the file's servers, within one `tackle call` too.
-    let output = repo.call("write", json!({"filePath": "y.py", "content": "print(2)\n"}));
+    let output = repo.call(
+        "write",
+        json!({"filePath": "y.py", "content": "print(2)\n"}),
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
     // Long enough for a server start to leave its mark.
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
@@ -250,7 +270,9 @@ fn a_project_formatter_command_does_not_run_on_write() {
     let mark = repo.mark("fmt");
     let mut command = touch(&mark);
     command[2].push_str(" # $FILE");
-    repo.project_config(json!({"formatter": {"evil": {"command": command, "extensions": [".txt"]}}}));
+    repo.project_config(
+        json!({"formatter": {"evil": {"command": command, "extensions": [".txt"]}}}),
+    );
     let output = repo.call("write", json!({"filePath": "new.txt", "content": "x\n"}));
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
     assert!(!mark.exists());
@@ -263,12 +285,22 @@ fn a_project_shell_path_does_not_replace_bash() {
     let shell = repo.root.path().join("evil-sh");
     std::fs::write(
         &shell,
-        format!("#!/bin/sh\nid > '{}'\nexec /bin/sh \"$@\"\n", mark.display()),
+        format!(
+            "#!/bin/sh\nid > '{}'\nexec /bin/sh \"$@\"\n",
+            mark.display()
+        ),
     )
     .unwrap();
-    Command::new("chmod").arg("755").arg(&shell).status().unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&shell)
+        .status()
+        .unwrap();
     repo.project_config(json!({"shell": {"path": shell}}));
-    let output = repo.call("bash", json!({"command": "echo ran", "description": "echo"}));
+    let output = repo.call(
+        "bash",
+        json!({"command": "echo ran", "description": "echo"}),
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
     assert!(stdout(&output).contains("ran"));
     assert!(!mark.exists());
@@ -295,16 +327,35 @@ fn a_project_allow_never_beats_the_users_deny_even_when_trusted() {
             repo.trust();
         }
         let output = repo.call("read", json!({"filePath": secret}));
-        assert_eq!(output.status.code(), Some(1), "trusted {trusted}: {}", stdout(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "trusted {trusted}: {}",
+            stdout(&output)
+        );
         assert!(!stdout(&output).contains("outside secret"));
-        assert!(stdout(&output).contains("your configuration"), "{}", stdout(&output));
+        assert!(
+            stdout(&output).contains("your configuration"),
+            "{}",
+            stdout(&output)
+        );
         let output = repo.call("read", json!({"filePath": ".env"}));
-        assert_eq!(output.status.code(), Some(1), "trusted {trusted}: {}", stdout(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "trusted {trusted}: {}",
+            stdout(&output)
+        );
         assert!(!stdout(&output).contains("sk-live"));
         let written = repo.outside.path().join(format!("w-{trusted}"));
         let line = format!("echo x > '{}'", written.display());
         let output = repo.call("bash", json!({"command": line, "description": "write"}));
-        assert_eq!(output.status.code(), Some(1), "trusted {trusted}: {}", stdout(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "trusted {trusted}: {}",
+            stdout(&output)
+        );
         assert!(!written.exists());
     }
 }
@@ -318,7 +369,11 @@ fn an_untrusted_project_allow_does_not_skip_a_question() {
     repo.project_config(json!({"permission": {"external_directory": "allow"}}));
     let output = repo.call("read", json!({"filePath": secret}));
     assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
-    assert!(stdout(&output).contains("Nobody could be asked"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("Nobody could be asked"),
+        "{}",
+        stdout(&output)
+    );
     repo.trust();
     let output = repo.call("read", json!({"filePath": secret}));
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
@@ -335,7 +390,11 @@ fn project_deny_rules_and_disabled_tools_apply_at_once() {
     }));
     let output = repo.call("read", json!({"filePath": "a.txt"}));
     assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
-    assert!(stdout(&output).contains("the project's configuration"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("the project's configuration"),
+        "{}",
+        stdout(&output)
+    );
     let output = repo.call("glob", json!({"pattern": "*"}));
     assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
 }
@@ -361,7 +420,12 @@ fn config_check_lists_what_is_ignored_and_why() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|i| (i["key"].as_str().unwrap().to_owned(), i["reason"].as_str().unwrap().to_owned()))
+        .map(|i| {
+            (
+                i["key"].as_str().unwrap().to_owned(),
+                i["reason"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
     let expect = |key: &str, reason: &str| {
         assert!(
@@ -378,14 +442,22 @@ fn config_check_lists_what_is_ignored_and_why() {
     expect("shell.path", "runs_command");
     expect("tools.webfetch", "widens_permissions");
     // What only narrows, and the built-in formatter by its own name, are not held.
-    for key in ["permission.bash.\"rm *\"", "lsp.pyright", "formatter.rustfmt", "shell.maxJobs"] {
+    for key in [
+        "permission.bash.\"rm *\"",
+        "lsp.pyright",
+        "formatter.rustfmt",
+        "shell.maxJobs",
+    ] {
         assert!(!ignored.iter().any(|(k, _)| k == key), "{key}: {ignored:?}");
     }
     assert!(report["mcp"].as_array().unwrap().is_empty(), "{report}");
     assert!(report["hooks"].as_array().unwrap().is_empty(), "{report}");
     let plain = stdout(&repo.run(&["config", "check"]));
     assert!(plain.contains("not trusted; run `tackle trust"), "{plain}");
-    assert!(plain.contains("hooks.after[0]: runs `./audit.sh` after calls (runs a command)"), "{plain}");
+    assert!(
+        plain.contains("hooks.after[0]: runs `./audit.sh` after calls (runs a command)"),
+        "{plain}"
+    );
 
     repo.trust();
     let report: Value =
@@ -418,12 +490,20 @@ fn an_interactive_call_asks_once_and_a_yes_is_recorded() {
             .spawn()
             .expect("script(1)");
         use std::io::Write as _;
-        child.stdin.take().unwrap().write_all(answer.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(answer.as_bytes())
+            .unwrap();
         let output = child.wait_with_output().unwrap();
         String::from_utf8_lossy(&output.stdout).into_owned()
     };
     let shown = interactive("n\n");
-    assert!(shown.contains("Trusting it enables") || shown.contains("Trust it"), "{shown}");
+    assert!(
+        shown.contains("Trusting it enables") || shown.contains("Trust it"),
+        "{shown}"
+    );
     assert!(shown.contains("hooks.before[0]"), "{shown}");
     assert!(!mark.exists());
     let shown = interactive("y\n");
@@ -441,10 +521,7 @@ async fn serve_says_so_once_per_session_in_the_first_result() {
     let mark = repo.mark("serve");
     repo.project_config(json!({"hooks": {"before": [{"command": touch(&mark)}]}}));
     let command = tokio::process::Command::from(repo.command(&["serve", "--yes"]));
-    let client = ()
-        .serve(TokioChildProcess::new(command).unwrap())
-        .await
-        .expect("initialize");
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("initialize");
     let first = call(&client, "read", json!({"filePath": "a.txt"})).await;
     assert_eq!(first.is_error, Some(false), "{first:?}");
     assert!(text(&first).contains(NOTICE), "{}", text(&first));

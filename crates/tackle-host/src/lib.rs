@@ -54,6 +54,6 @@ pub use error::HostError;
 pub use host::{Host, HostBuilder, TurnSpec, default_data_dir, spool_dir};
 pub use plugin::{Plugin, PluginScope};
 pub use policy::{Hook, HookGuard, Hooks};
-pub use trust::{ProjectTrust, TrustStore};
 pub use tackle_permission::names;
+pub use trust::{ProjectTrust, TrustStore};
 pub use undo::{HistoryEntry, UndoReport, UndoTarget};

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use tackle_builtins::tools::Skill;
 use tackle_builtins::{
-    CustomCatalog, CustomSource, QuestionAsker, SkillCatalog, ToolEnv, TrustMode, agent_tools, custom_tools,
-    discover_custom_tools, discover_skills, file_tools, search_tools, skill_tools, tools::bash,
-    web_tools,
+    CustomCatalog, CustomSource, QuestionAsker, SkillCatalog, ToolEnv, TrustMode, agent_tools,
+    custom_tools, discover_custom_tools, discover_skills, file_tools, search_tools, skill_tools,
+    tools::bash, web_tools,
 };
 use tackle_core::{AnyTool, ToolDefinition};
 use tackle_permission::names::ToolName;

@@ -219,7 +219,10 @@ impl TackleServer {
     /// Asks `notice` with the session before each call's result is sent; text it returns is
     /// put first in the result's content. A host uses it to tell a session something once
     /// (that parts of the configuration were ignored, say), deciding itself when to stop.
-    pub fn with_notice(self, notice: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+    pub fn with_notice(
+        self,
+        notice: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
         let notice: Notice = Arc::new(notice);
         self.reconfigure(|inner| inner.notice = Some(notice))
     }
@@ -438,7 +441,9 @@ impl ServerHandler for TackleServer {
         }
         let mut result = convert::call_result(&settlement)?;
         if let Some(text) = self.inner.notice.as_ref().and_then(|n| n(self.session())) {
-            result.content.insert(0, rmcp::model::ContentBlock::text(text));
+            result
+                .content
+                .insert(0, rmcp::model::ContentBlock::text(text));
         }
         Ok(CallToolResponse::from(result))
     }

@@ -306,9 +306,10 @@ impl Reader<'_> {
                 _ => self.server(&server_path, &entry.node),
             };
             let what = match &transport {
-                Some(McpTransport::Stdio { command, args, .. }) => {
-                    Some((format!("starts `{}`", argv_text(command, args)), HeldReason::RunsCommand))
-                }
+                Some(McpTransport::Stdio { command, args, .. }) => Some((
+                    format!("starts `{}`", argv_text(command, args)),
+                    HeldReason::RunsCommand,
+                )),
                 Some(McpTransport::Http { url, .. }) => Some((
                     format!("connects to {url} and offers its tools"),
                     HeldReason::WidensPermissions,
@@ -459,7 +460,13 @@ impl Reader<'_> {
         };
         for (name, on) in choices.0 {
             let at = key_path(path, &name);
-            if on && !self.hold(&at, format!("offers `{name}`"), HeldReason::WidensPermissions) {
+            if on
+                && !self.hold(
+                    &at,
+                    format!("offers `{name}`"),
+                    HeldReason::WidensPermissions,
+                )
+            {
                 continue;
             }
             config.disabled_tools.retain(|n| *n != name);
@@ -487,7 +494,11 @@ impl Reader<'_> {
             let mut tools = section.tools.unwrap_or_default().0;
             tools.retain(|(name, on)| {
                 let at = key_path(&key_path(&model_path, "tools"), name);
-                !on || self.hold(&at, format!("offers `{name}`"), HeldReason::WidensPermissions)
+                !on || self.hold(
+                    &at,
+                    format!("offers `{name}`"),
+                    HeldReason::WidensPermissions,
+                )
             });
             config.models.push(ModelTools {
                 model: entry.key.clone(),

@@ -535,7 +535,12 @@ fn a_project_allow_never_beats_a_users_deny() {
     assert_eq!(rules.evaluate("external_directory", "/etc/*"), Deny);
     assert_eq!(rules.evaluate("read", "a/.env"), Deny);
     let decision = rules.explain("read", "a/.env");
-    assert_eq!(decision.source(), RuleSource::Config { key: "permission.read".into() });
+    assert_eq!(
+        decision.source(),
+        RuleSource::Config {
+            key: "permission.read".into()
+        }
+    );
     // Where the user did not deny, a project allow widens (a trusted project's own rules).
     assert_eq!(rules.evaluate("external_directory", "/srv/*"), Allow);
 }
