@@ -148,7 +148,12 @@ fn the_jsonc_configuration_reader_answers_any_file() {
     ];
     fuzz("config", configish, |text| {
         std::fs::write(&file, &text).unwrap();
-        let _ = tackle_host::config::load_with_home(root.path(), None, None);
+        let _ = tackle_host::config::load_with_home(
+            root.path(),
+            None,
+            None,
+            &tackle_host::TrustStore::nothing(),
+        );
         Ok(())
     });
 }

@@ -48,8 +48,8 @@ pub use tools::{
 };
 #[cfg(feature = "shell")]
 pub use tools::{
-    CustomCatalog, CustomManifest, CustomWarning, TrustMode, custom_tools, discover_custom_tools,
-    shell_tools,
+    CustomCatalog, CustomManifest, CustomSource, CustomWarning, TrustMode, custom_tools,
+    discover_custom_tools, shell_tools,
 };
 pub use tools::{FileToolOptions, ToolEnv};
 #[cfg(feature = "web")]

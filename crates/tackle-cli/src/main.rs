@@ -17,6 +17,7 @@ use tackle_registry::ToolCall;
 mod approve;
 mod render;
 mod serve;
+mod trust;
 
 use tackle_host::config;
 use tackle_host::{Approvals, Host, HostBuilder, TurnSpec};
@@ -156,13 +157,18 @@ enum Command {
     },
     /// List the sessions that changed this Location, the most recent first.
     Sessions,
+    /// Show what trusting this project's configuration enables (its hooks, custom tools, MCP
+    /// servers, language server and formatter commands, shell, allow rules) and record the
+    /// trust in the data directory. A change to the configuration asks again.
+    Trust,
 }
 
 #[derive(Debug, Subcommand)]
 enum ConfigAction {
     /// Read and validate every configuration file that applies; exit 1 when one is invalid.
     Check {
-        /// Print `{ok, files, errors, mcp, models, overrides, lsp, formatters, hooks}` as JSON.
+        /// Print `{ok, files, errors, mcp, models, overrides, lsp, formatters, hooks, trust}` as
+        /// JSON; `trust.ignored` lists the project's settings that are ignored, and why.
         #[arg(long)]
         json: bool,
     },
@@ -186,10 +192,15 @@ fn main() -> ExitCode {
             }
         },
     };
+    let trust = trust::store(cli.global.data_dir.as_deref());
+    if let Command::Trust = &cli.command {
+        return trust::trust_command(&root, cli.global.config.as_deref(), &trust)
+            .unwrap_or_else(operational);
+    }
     if let Command::Config { action } = &cli.command {
         let done = match action {
             ConfigAction::Check { json } => {
-                config_check(&root, cli.global.config.as_deref(), *json)
+                config_check(&root, cli.global.config.as_deref(), &trust, *json)
             }
             ConfigAction::Schema => serde_json::to_string_pretty(&config::schema())
                 .map_err(Into::into)
@@ -198,11 +209,23 @@ fn main() -> ExitCode {
         };
         return done.unwrap_or_else(operational);
     }
-    let config = match config::load(&root, cli.global.config.as_deref()) {
+    let config = match config::load(&root, cli.global.config.as_deref(), &trust) {
         Ok(config) => config,
         Err(problems) => {
             return operational(anyhow::Error::new(problems).context("invalid configuration"));
         }
+    };
+    // An interactive call asks once whether to trust the project's configuration.
+    let config = match &cli.command {
+        Command::Call { args, .. }
+            if args.as_deref() != Some("-") && std::io::stdin().is_terminal() =>
+        {
+            match trust::ask_on_terminal(config, &root, cli.global.config.as_deref(), &trust) {
+                Ok(config) => config,
+                Err(error) => return operational(error),
+            }
+        }
+        _ => config,
     };
     // A server settles calls from its clients at the same time, so it gets a worker per core;
     // one-shot commands need one thread.
@@ -233,9 +256,10 @@ fn operational(error: anyhow::Error) -> ExitCode {
 fn config_check(
     root: &std::path::Path,
     flag: Option<&std::path::Path>,
+    trust: &tackle_host::TrustStore,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let result = config::load(root, flag);
+    let result = config::load(root, flag, trust);
     let path_var = std::env::var_os("PATH").unwrap_or_default();
     let text = match (&result, json) {
         (Ok(config), true) => serde_json::to_string_pretty(&serde_json::json!({
@@ -248,6 +272,7 @@ fn config_check(
             "lsp": tackle_host::servers_json(config, &path_var),
             "formatters": tackle_host::formatters_json(config, &path_var),
             "hooks": config.hooks().iter().map(config::CommandHook::to_json).collect::<Vec<_>>(),
+            "trust": trust::check_json(config),
         }))?,
         (Err(problems), true) => serde_json::to_string_pretty(&serde_json::json!({
             "ok": false,
@@ -269,6 +294,7 @@ fn config_check(
             };
             std::iter::once(files)
                 .chain(tackle_host::code_summary(config, &path_var))
+                .chain(trust::check_lines(config))
                 .collect::<Vec<_>>()
                 .join("\n")
         }
@@ -339,7 +365,9 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             .with_dialect(dialect)
     };
     match cli.command {
-        Command::Config { .. } => bail!("`config` runs before the runtime starts"),
+        Command::Config { .. } | Command::Trust => {
+            bail!("`config` and `trust` run before the runtime starts")
+        }
         Command::Serve { yes, http } => {
             let address = http.as_deref().map(serve::http_address).transpose()?;
             let calls = tackle_mcp::ClientCalls::new();
@@ -371,6 +399,8 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             .with_client_calls(calls)
             .with_session_end(session_end)
             .with_open_world(open_world);
+            let notices = host.clone();
+            server = server.with_notice(move |session| notices.trust_notice(session));
             // Without `--session`, every connection is a session of its own.
             if let Some(session) = session {
                 server = server.with_session(session);
@@ -541,6 +571,12 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 render::settlement_json(&settlement)?
             } else {
                 render::model_text(&settlement).unwrap_or_default()
+            };
+            // Once per session, the first result says which settings were ignored.
+            let notice = (!json).then(|| host.trust_notice(&session)).flatten();
+            let text = match notice {
+                Some(notice) => format!("{notice}\n\n{text}"),
+                None => text,
             };
             if json || settlement.model_result().is_some() {
                 print_stdout(&text)?;

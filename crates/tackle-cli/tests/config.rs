@@ -33,9 +33,11 @@ impl Sandbox {
         write(&self.root.path().join(name), text);
     }
 
-    /// Writes the project's `.tackle/config.json`.
+    /// Writes the project's `.tackle/config.json` and trusts the project's configuration as
+    /// it now is (these tests are about what the settings do; `trust.rs` is about trust).
     fn project(&self, text: &str) {
         self.write(".tackle/config.json", text);
+        self.run(&["trust"]);
     }
 
     /// Writes the user's `~/.config/tackle/config.json`.
@@ -165,7 +167,7 @@ fn a_project_permission_deny_denies_a_call() {
 }
 
 #[test]
-fn the_project_config_wins_over_the_users() {
+fn the_projects_scalars_win_but_its_allow_never_beats_the_users_deny() {
     let sandbox = Sandbox::new();
     sandbox.write("secret.txt", "hidden\n");
     let text: String = (1..=50).map(|i| format!("line {i}\n")).collect();
@@ -178,13 +180,14 @@ fn the_project_config_wins_over_the_users() {
     assert_eq!(code, Some(1), "{out}");
     let (_, out, _) = sandbox.run(&["call", "read", &read_args("long.txt")]);
     assert!(out.contains("omitted"), "{out}");
-    // The project's rules come later and win, and its scalars replace the user's.
+    // The project's scalars replace the user's; its allow, trusted or not, never beats the
+    // user's deny.
     sandbox.project(
         r#"{"permission": {"read": {"*secret.txt": "allow"}}, "limits": {"maxLines": 1000}}"#,
     );
     let (code, out, _) = sandbox.run(&["call", "read", &read_args("secret.txt")]);
-    assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("hidden"), "{out}");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(!out.contains("hidden"), "{out}");
     let (_, out, _) = sandbox.run(&["call", "read", &read_args("long.txt")]);
     assert!(!out.contains("omitted") && out.contains("line 50"), "{out}");
     let (_, out, _) = sandbox.run(&["config", "check"]);
@@ -450,6 +453,7 @@ fn a_custom_tool_replaces_a_builtin_only_when_overrides_names_it() {
         &custom_manifest("grep", "custom-grep", serde_json::json!({})),
     );
     let grep = r#"{"pattern": "needle"}"#;
+    sandbox.run(&["trust"]);
     // Without `overrides` the built-in keeps the name, and the warning says how to override.
     let (code, out, err) = sandbox.run(&["call", "grep", grep]);
     assert_eq!(code, Some(0), "{out}{err}");
@@ -463,14 +467,10 @@ fn a_custom_tool_replaces_a_builtin_only_when_overrides_names_it() {
     );
     assert_ne!(description(&sandbox, "grep"), "The custom grep.");
 
+    // Once the project's configuration (its manifest included) is trusted.
     sandbox.project(r#"{"overrides": ["grep"]}"#);
     assert_eq!(description(&sandbox, "grep"), "The custom grep.");
-    // A project manifest still needs its trust approval.
     let (code, out, err) = sandbox.run(&["call", "grep", grep]);
-    assert_eq!(code, Some(1), "{out}{err}");
-    assert!(out.contains("non-interactive"), "{out}");
-    assert!(!sandbox.root.path().join("ran-grep").exists());
-    let (code, out, err) = sandbox.run(&["call", "grep", grep, "--yes"]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("custom-grep"), "{out}");
     assert!(!err.contains("skipped custom tool"), "{err}");

@@ -63,10 +63,22 @@ impl Project {
         }
     }
 
+    /// Writes `name`; a configuration file is then trusted (these tests are about what it
+    /// configures, `trust.rs` about trust).
     fn write(&self, name: &str, text: &str) {
         let path = self.root.path().join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
+        if name == ".tackle/config.json" {
+            assert!(
+                self.command()
+                    .arg("trust")
+                    .output()
+                    .unwrap()
+                    .status
+                    .success()
+            );
+        }
     }
 
     fn read(&self, name: &str) -> String {

@@ -158,6 +158,8 @@ async fn the_listing_says_which_tools_are_read_only_destructive_or_open_world() 
         config.to_string(),
     )
     .unwrap();
+    let trust = project.command(&["trust"]).output().unwrap();
+    assert!(trust.status.success());
     let client = project.stdio_client().await;
     let tools = client.list_all_tools().await.expect("tools/list");
     let hints = |name: &str| {

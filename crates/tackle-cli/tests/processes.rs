@@ -58,6 +58,13 @@ impl Sandbox {
     fn opencode_mcp(&self, command: &[&str]) {
         let config = json!({ "mcp": { "t": { "type": "local", "command": command } } });
         self.write("opencode.json", &config.to_string());
+        self.trust();
+    }
+
+    /// Trusts the project's configuration as it now is: its servers may start.
+    fn trust(&self) {
+        let status = self.command(&["trust"], None).output().unwrap().status;
+        assert!(status.success());
     }
 
     /// `.tackle/config.json` with the given `mcp` table.
@@ -68,6 +75,7 @@ impl Sandbox {
             json!({ "mcp": mcp }).to_string(),
         )
         .unwrap();
+        self.trust();
     }
 
     /// `tackle ARGS…` run in the root, tagged, with a private HOME and data directory.

@@ -61,8 +61,23 @@ impl Sandbox {
         command
     }
 
+    /// Writes `name`; a configuration file is then trusted (these tests are about what it
+    /// configures, `trust.rs` about trust).
     fn write(&self, name: &str, text: &str) {
         std::fs::write(self.root.path().join(name), text).unwrap();
+
+        if name == ".tackle/config.json" {
+            let trust = std::process::Command::new(env!("CARGO_BIN_EXE_tackle"))
+                .arg("--root")
+                .arg(self.root.path())
+                .arg("--data-dir")
+                .arg(self.data.path())
+                .arg("trust")
+                .env("HOME", self.data.path())
+                .output()
+                .unwrap();
+            assert!(trust.status.success());
+        }
     }
 
     fn path(&self, name: &str) -> String {

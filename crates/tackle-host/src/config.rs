@@ -5,6 +5,11 @@
 //! The files are JSON with comments and trailing commas. Later files win: permission rules are
 //! appended, so a later file's rules outrank an earlier one's, and a later scalar replaces an
 //! earlier one. Every problem names the file, the key path and the line and column.
+//!
+//! What came with the project (its file and its custom tool manifests) is split as it is read:
+//! what only narrows applies at once, what runs a command or widens permissions waits for the
+//! person's trust (see [`crate::trust`]); [`Config::trust`] says what waits and whether it
+//! applies.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -28,6 +33,7 @@ pub use file::schema;
 pub use json::Pos;
 
 use crate::error::HostError;
+use crate::trust::{HashedFile, Held, HeldReason, ProjectTrust, TrustStore};
 use file::{FormatterSection, FormatterSetting, HookSection, HooksSection, LspSection};
 use read::Reader;
 
@@ -287,6 +293,8 @@ pub struct Config {
     snapshot: Option<bool>,
     /// `diagnostics.startTimeoutMs`.
     lsp_start_timeout_ms: Option<u64>,
+    /// The project's configuration and its trust state, when the project has any.
+    trust: Option<ProjectTrust>,
 }
 
 /// A command hook from a configuration file.
@@ -302,8 +310,6 @@ pub struct CommandHook {
     pub timeout: Duration,
     /// The file that defined it.
     pub file: PathBuf,
-    /// True when the project's own file defined it: it runs only once `hook_trust` allows.
-    pub project: bool,
 }
 
 impl CommandHook {
@@ -361,31 +367,63 @@ pub struct Formatter {
     pub disabled: bool,
 }
 
+/// Who wrote a configuration file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// The user: their own file, or the `--config` file they named.
+    User,
+    /// The project: it came with the repository, so parts of it wait for trust.
+    Project,
+}
+
 /// The files that apply to `root`, in the order they are read, without the `--config` file.
-fn config_files(root: &Path, home: Option<&Path>) -> Vec<(PathBuf, Dialect)> {
+fn config_files(root: &Path, home: Option<&Path>) -> Vec<(PathBuf, Dialect, Origin)> {
     let mut files = Vec::new();
     if let Some(home) = home {
         let user = home.join(".config").join("tackle").join("config.json");
         if user.is_file() {
-            files.push((user, Dialect::Tackle));
+            files.push((user, Dialect::Tackle, Origin::User));
         }
     }
     let project = root.join(".tackle").join("config.json");
     if project.is_file() {
-        files.push((project, Dialect::Tackle));
+        files.push((project, Dialect::Tackle, Origin::Project));
     } else if let Some(opencode) = ["opencode.json", "opencode.jsonc"]
         .iter()
         .map(|name| root.join(name))
         .find(|path| path.is_file())
     {
-        files.push((opencode, Dialect::OpenCode));
+        files.push((opencode, Dialect::OpenCode, Origin::Project));
     }
     files
 }
 
-/// Reads and merges every file that applies, or reports every problem found.
-pub fn load(root: &Path, flag: Option<&Path>) -> Result<Config, Problems> {
-    load_with_home(root, flag, dirs::home_dir().as_deref())
+/// The project's custom tool manifests (`.tackle/tools/*.json`), each hashed, in name order.
+/// They are part of what a trust decision covers.
+fn project_manifests(root: &Path) -> Vec<HashedFile> {
+    let dir = root.join(".tackle").join("tools");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json") && path.is_file())
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let bytes = std::fs::read(&path).ok()?;
+            Some(HashedFile::new(path, &bytes))
+        })
+        .collect()
+}
+
+/// Reads and merges every file that applies, or reports every problem found. The project's
+/// settings that wait for trust apply when `trust` records the person's trust in them.
+pub fn load(root: &Path, flag: Option<&Path>, trust: &TrustStore) -> Result<Config, Problems> {
+    load_with_home(root, flag, dirs::home_dir().as_deref(), trust)
 }
 
 /// [`load`] with `home` as the user's home directory (`None`: no user configuration).
@@ -393,39 +431,64 @@ pub fn load_with_home(
     root: &Path,
     flag: Option<&Path>,
     home: Option<&Path>,
+    trust: &TrustStore,
 ) -> Result<Config, Problems> {
     let mut files = config_files(root, home);
     if let Some(flag) = flag {
-        files.push((flag.to_path_buf(), Dialect::Flag));
+        files.push((flag.to_path_buf(), Dialect::Flag, Origin::User));
     }
     let home = home.map(|h| h.to_string_lossy().into_owned());
     let mut config = Config::default();
     let mut problems = Vec::new();
-    for (file, dialect) in files {
-        let text = match std::fs::read_to_string(&file) {
-            Ok(text) => text,
-            Err(error) => {
-                problems.push(Problem {
-                    file,
-                    path: String::new(),
-                    pos: None,
-                    message: format!("cannot read the file: {error}"),
-                });
-                continue;
-            }
-        };
+    let mut texts = Vec::new();
+    for (file, dialect, origin) in files {
+        match std::fs::read_to_string(&file) {
+            Ok(text) => texts.push((file, dialect, origin, text)),
+            Err(error) => problems.push(Problem {
+                file,
+                path: String::new(),
+                pos: None,
+                message: format!("cannot read the file: {error}"),
+            }),
+        }
+    }
+    // The hash covers exactly the bytes read, and the manifests by the real path the custom
+    // tools are found under.
+    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let manifests = project_manifests(&real_root);
+    let mut hashed: Vec<HashedFile> = texts
+        .iter()
+        .filter(|(_, _, origin, _)| *origin == Origin::Project)
+        .map(|(file, _, _, text)| {
+            // By the real path: `--root .` and `--root /abs` name the same configuration.
+            let real = file
+                .strip_prefix(root)
+                .map_or_else(|_| file.clone(), |relative| real_root.join(relative));
+            HashedFile::new(real, text.as_bytes())
+        })
+        .collect();
+    hashed.extend(manifests.iter().cloned());
+    let mut project =
+        (!hashed.is_empty()).then(|| ProjectTrust::new(real_root.clone(), hashed, trust));
+    for (file, dialect, origin, text) in &texts {
         let mut reader = Reader {
-            file: &file,
+            file,
             home: home.as_deref(),
             problems: &mut problems,
+            project: project.as_mut().filter(|_| *origin == Origin::Project),
         };
-        reader.read(&text, dialect, &mut config);
-        config.files.push(file);
+        reader.read(text, *dialect, &mut config);
+        config.files.push(file.clone());
     }
-    let project_file = root.join(".tackle").join("config.json");
-    for hook in &mut config.hooks {
-        hook.project = hook.file == project_file;
+    if let Some(project) = &mut project {
+        project.held.extend(manifests.iter().map(|manifest| Held {
+            file: manifest.path.clone(),
+            key: String::new(),
+            what: "a custom tool manifest".to_owned(),
+            reason: HeldReason::RunsCommand,
+        }));
     }
+    config.trust = project;
     if let (Some(default), Some(max)) = (config.default_timeout_ms, config.max_timeout_ms)
         && default > max
         && let Some(file) = config.files.last()
@@ -488,7 +551,6 @@ impl Config {
                     command: hook.command.0,
                     timeout: Duration::from_millis(hook.timeout_ms.map_or(10_000, |ms| ms.0)),
                     file: file.to_path_buf(),
-                    project: false,
                 })
         };
         self.hooks.extend(add(HookWhen::Before, hooks.before));
@@ -559,6 +621,12 @@ impl Config {
     /// The command hooks, in file order.
     pub fn hooks(&self) -> &[CommandHook] {
         &self.hooks
+    }
+
+    /// The project's configuration and its trust state: what waits for the person's trust and
+    /// whether it applies. `None` when the project has no configuration of its own.
+    pub fn trust(&self) -> Option<&ProjectTrust> {
+        self.trust.as_ref()
     }
 
     /// The agent `name`: a preset or a configured agent, with the configured rules on top.
@@ -674,6 +742,7 @@ mod tests {
             file: &file,
             home: Some("/home/u"),
             problems: &mut problems,
+            project: None,
         }
         .read(text, dialect, &mut config);
         (config, problems)
@@ -935,6 +1004,7 @@ mod tests {
                 file: &file,
                 home: None,
                 problems: &mut problems,
+                project: None,
             }
             .read(text, Dialect::Tackle, &mut config);
         }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tackle_builtins::{Ask, Gate, LocationFs, QuestionAsker, ToolEnv, tools::bash};
-use tackle_core::{Context, Provider, Settlement, ToolCall, ToolDefinition};
+use tackle_core::{Context, Provider, SessionState, Settlement, ToolCall, ToolDefinition};
 use tackle_mcp::ClientCalls;
 use tackle_permission::{PermissionService, PresetContext};
 use tackle_registry::{Layers, Location, SettlementConfig, ToolRegistry, Turn};
@@ -163,12 +163,18 @@ impl HostBuilder {
         })?;
         let config = match self.config {
             Some(config) => config,
-            None => {
-                config::load_with_home(&root, self.config_file.as_deref(), self.home.as_deref())?
-            }
+            None => config::load_with_home(
+                &root,
+                self.config_file.as_deref(),
+                self.home.as_deref(),
+                &crate::trust::TrustStore::in_data_dir(&data_dir),
+            )?,
         };
         let config = Arc::new(config);
         let mut warnings = Vec::new();
+        if let Some(trust) = config.trust().filter(|trust| trust.needs_trust()) {
+            warnings.push(trust.notice());
+        }
 
         let output_dir = data_dir.join("tool-output");
         let store = FsOutputStore::new(&output_dir).map_err(HostError::store("output store"))?;
@@ -282,6 +288,12 @@ impl HostBuilder {
         );
         let snapshotting = config.snapshot().unwrap_or(self.snapshots);
         if snapshotting {
+            // Files the default agent may not read without asking (`.env`) are never kept.
+            let rules = agents.rules(&self.default_agent);
+            snapshots.set_secret_filter(Arc::new(move |path| {
+                rules.evaluate(tackle_core::names::Permission::READ.as_str(), &path.display())
+                    != tackle_permission::Action::Allow
+            }));
             // Once per host that takes snapshots, in the background (not on every one-shot
             // `tackle call`): the first full snapshot, so no call waits for it, then contents
             // past the retention that nothing needs.
@@ -302,7 +314,7 @@ impl HostBuilder {
         let hooks = Hooks::new();
         let layers = policy::layers(
             gate.clone(),
-            session_state,
+            session_state.clone(),
             hooks.clone(),
             snapshot_layer.clone(),
         );
@@ -322,11 +334,7 @@ impl HostBuilder {
             .map(|hook| {
                 hooks.register(
                     policy::command::CommandHookRunner::name(hook),
-                    policy::command::CommandHookRunner::new(
-                        hook.clone(),
-                        root.clone(),
-                        gate.clone(),
-                    ),
+                    policy::command::CommandHookRunner::new(hook.clone(), root.clone()),
                 )
             })
             .collect();
@@ -369,6 +377,7 @@ impl HostBuilder {
             jobs,
             snapshots,
             snapshot_layer,
+            session_state,
         })
     }
 }
@@ -438,6 +447,8 @@ pub struct Host {
     pub(crate) snapshots: Arc<tackle_store::Snapshots>,
     /// The snapshot layer, when calls are snapshotted.
     pub(crate) snapshot_layer: Option<Arc<policy::snapshot::SnapshotLayer>>,
+    /// Per-session state, shared with the tools and layers.
+    session_state: Arc<SqliteSessionState>,
 }
 
 impl Host {
@@ -587,6 +598,24 @@ impl Host {
             }
             bash::end_session_spools(&spool_dir, session);
         }
+    }
+
+    /// The notice a session's first result carries while the project's configuration waits
+    /// for trust: which of its settings were ignored and that only the user can trust it.
+    /// `Some` once per session (across processes of one session) and per configuration
+    /// content, logged each time it is given; `None` otherwise.
+    pub fn trust_notice(&self, session: &str) -> Option<String> {
+        let trust = self.config.trust().filter(|trust| trust.needs_trust())?;
+        let key = format!("trust-notice:{}", trust.hash.as_str());
+        if matches!(self.session_state.get(session, &key), Ok(Some(_))) {
+            return None;
+        }
+        if let Err(error) = self.session_state.put(session, &key, Some("shown")) {
+            tracing::warn!(%error, "cannot record that the trust notice was shown");
+        }
+        let notice = trust.notice();
+        tracing::warn!(session, "{notice}");
+        Some(notice)
     }
 
     /// Whether a tool may reach an open world (the network, other programs): every tool but the

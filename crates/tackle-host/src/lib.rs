@@ -41,6 +41,7 @@ mod nesting;
 mod plugin;
 pub mod policy;
 mod toolsets;
+pub mod trust;
 mod undo;
 
 pub use approvals::{Answer, Approvals, Asker};
@@ -54,4 +55,5 @@ pub use host::{Host, HostBuilder, TurnSpec, default_data_dir, spool_dir};
 pub use plugin::{Plugin, PluginScope};
 pub use policy::{Hook, HookGuard, Hooks};
 pub use tackle_permission::names;
+pub use trust::{ProjectTrust, TrustStore};
 pub use undo::{HistoryEntry, UndoOutcome, UndoReport, UndoTarget};

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use tackle_builtins::tools::Skill;
 use tackle_builtins::{
-    CustomCatalog, QuestionAsker, SkillCatalog, ToolEnv, TrustMode, agent_tools, custom_tools,
-    discover_custom_tools, discover_skills, file_tools, search_tools, skill_tools, tools::bash,
-    web_tools,
+    CustomCatalog, CustomSource, QuestionAsker, SkillCatalog, ToolEnv, TrustMode, agent_tools,
+    custom_tools, discover_custom_tools, discover_skills, file_tools, search_tools, skill_tools,
+    tools::bash, web_tools,
 };
 use tackle_core::{AnyTool, ToolDefinition};
 use tackle_permission::names::ToolName;
@@ -56,7 +56,14 @@ impl ToolSets {
         options: &Options<'_>,
         warnings: &mut Vec<String>,
     ) -> Result<Self, HostError> {
-        let catalog = discover_custom_tools(env.fs().root(), options.home);
+        let mut catalog = discover_custom_tools(env.fs().root(), options.home);
+        // A project's manifest runs only when the person trusted exactly the bytes hashed.
+        catalog.tools.retain(|manifest| {
+            manifest.source == CustomSource::User
+                || config
+                    .trust()
+                    .is_some_and(|trust| trust.allows_manifest(&manifest.path, &manifest.hash))
+        });
         warnings.extend(
             catalog
                 .warnings
@@ -224,7 +231,8 @@ fn custom_toolset(
     config: &Config,
     warnings: &mut Vec<String>,
 ) -> ToolSet {
-    custom_tools(env, catalog, TrustMode::AskForProject)
+    // The catalog holds only the user's manifests and the project's trusted ones.
+    custom_tools(env, catalog, TrustMode::TrustAll)
         .into_iter()
         .filter(|(name, _)| !config.is_disabled(name))
         .filter(|(name, _)| {

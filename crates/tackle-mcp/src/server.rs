@@ -29,6 +29,9 @@ type TurnFactory = dyn Fn() -> Turn + Send + Sync;
 /// Runs when a connection's own session ends, with the session ID.
 type SessionEnd = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// Text a host puts before a session's result, given the session ID (`None`: nothing).
+type Notice = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// Says whether a tool (by its advertised name) may reach an open world of external entities.
 type OpenWorld = Arc<dyn Fn(&str, &ToolDefinition) -> bool + Send + Sync>;
 
@@ -127,6 +130,8 @@ struct Inner {
     client_calls: Option<ClientCalls>,
     /// Runs when a connection's own session ends.
     session_end: Option<SessionEnd>,
+    /// Asked before each result; what it returns leads the result's content.
+    notice: Option<Notice>,
     /// Which tools are open-world, for the listing's annotations.
     open_world: Option<OpenWorld>,
     /// How long a call with a progress token may go without a progress notification.
@@ -164,6 +169,7 @@ impl TackleServer {
             peers: Mutex::new(Vec::new()),
             client_calls: None,
             session_end: None,
+            notice: None,
             open_world: None,
             progress_heartbeat: PROGRESS_HEARTBEAT,
         };
@@ -208,6 +214,17 @@ impl TackleServer {
     pub fn with_session_end(self, end: impl Fn(&str) + Send + Sync + 'static) -> Self {
         let end: SessionEnd = Arc::new(end);
         self.reconfigure(|inner| inner.session_end = Some(end))
+    }
+
+    /// Asks `notice` with the session before each call's result is sent; text it returns is
+    /// put first in the result's content. A host uses it to tell a session something once
+    /// (that parts of the configuration were ignored, say), deciding itself when to stop.
+    pub fn with_notice(
+        self,
+        notice: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        let notice: Notice = Arc::new(notice);
+        self.reconfigure(|inner| inner.notice = Some(notice))
     }
 
     /// Decides the listing's `openWorldHint` per tool (by default, every tool is open-world, as
@@ -422,7 +439,13 @@ impl ServerHandler for TackleServer {
         if let Some(forwarder) = forwarder {
             forwarder.abort();
         }
-        convert::call_result(&settlement).map(CallToolResponse::from)
+        let mut result = convert::call_result(&settlement)?;
+        if let Some(text) = self.inner.notice.as_ref().and_then(|n| n(self.session())) {
+            result
+                .content
+                .insert(0, rmcp::model::ContentBlock::text(text));
+        }
+        Ok(CallToolResponse::from(result))
     }
 }
 

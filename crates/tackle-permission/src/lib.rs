@@ -50,6 +50,6 @@ pub use presets::{
     Agent, AgentMode, PRESET_NAMES, PresetContext, agent_with_user_rules, custom_agent,
     default_rules, derive_subagent_rules, preset, presets,
 };
-pub use rule::{Action, Decision, Rule, RuleSource, Ruleset};
+pub use rule::{Action, Decision, Rule, RuleSource, Ruleset, is_trust};
 pub use visibility::{is_hidden, subagent_offered, tool_permission, visible_filter};
 pub use wildcard::Pattern;

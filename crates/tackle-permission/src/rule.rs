@@ -56,6 +56,13 @@ pub enum RuleSource {
         /// The key path inside the configuration.
         key: String,
     },
+    /// A project's own configuration file (it came with the repository), with the key path.
+    /// Such a rule decides only where the rules before it do not deny, and it never allows a
+    /// trust permission (see [`Ruleset::explain`]).
+    Project {
+        /// The key path inside the project's file.
+        key: String,
+    },
     /// An approval the user saved with "always".
     Saved,
     /// Derived for a subagent from its parent session.
@@ -64,12 +71,26 @@ pub enum RuleSource {
     Fallback,
 }
 
+impl RuleSource {
+    /// True for a rule from a project's own configuration.
+    pub fn is_project(&self) -> bool {
+        matches!(self, RuleSource::Project { .. })
+    }
+}
+
+/// True for a permission that trusts code a project ships (`custom_tool_trust`, `hook_trust`,
+/// and any later `*_trust`): no project rule can allow one.
+pub fn is_trust(permission: &str) -> bool {
+    permission.ends_with("_trust")
+}
+
 impl fmt::Display for RuleSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RuleSource::Default => f.write_str("tackle's defaults"),
             RuleSource::Agent { name } => write!(f, "the `{name}` agent preset"),
             RuleSource::Config { key } => write!(f, "your configuration (`{key}`)"),
+            RuleSource::Project { key } => write!(f, "the project's configuration (`{key}`)"),
             RuleSource::Saved => f.write_str("an approval saved with \"always\""),
             RuleSource::Inherited => f.write_str("the parent session"),
             RuleSource::Fallback => f.write_str("no matching rule (the default is ask)"),
@@ -299,6 +320,11 @@ impl Ruleset {
     }
 
     /// Like [`Ruleset::evaluate`], and says which rule decided.
+    ///
+    /// A rule from a project's own configuration ([`RuleSource::Project`]) can narrow but never
+    /// overrule a deny: when it is the last match, the last match among the other rules still
+    /// decides if that one denies. Nor can it allow a trust permission (`*_trust`): there the
+    /// other rules decide. A repository must not grant itself what the user refused.
     pub fn explain(&self, permission: &str, resource: &str) -> Decision<'_> {
         // Scan each input for `\` once, not once per rule.
         let (permission, resource) = (Subject::new(permission), Subject::new(resource));
@@ -310,6 +336,24 @@ impl Ruleset {
                 .find(|rule| rule.matches_subjects(&permission, &resource))
         } else {
             self.index.find_last(&self.rules, &permission, &resource)
+        };
+        let found = match found {
+            Some(rule) if rule.source.is_project() => {
+                let base = self
+                    .rules
+                    .iter()
+                    .rev()
+                    .filter(|other| !other.source.is_project())
+                    .find(|other| other.matches_subjects(&permission, &resource));
+                let base_action = base.map_or(Action::Ask, |other| other.action);
+                let grants_trust = rule.action == Action::Allow && is_trust(permission.text());
+                if base_action == Action::Deny || grants_trust {
+                    base
+                } else {
+                    Some(rule)
+                }
+            }
+            other => other,
         };
         match found {
             Some(rule) => Decision {

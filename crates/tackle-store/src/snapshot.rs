@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use self::codec::{Reader, Writer};
 pub use self::path::RelPath;
+pub use self::tree::SecretFilter;
 use self::tree::{Slot, Tree};
 
 /// Files larger than this are recorded by hash but their bytes are not kept.
@@ -345,6 +346,13 @@ impl Snapshots {
 
     fn lock_tree(&self) -> std::sync::MutexGuard<'_, Tree> {
         self.tree.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks the files whose content must never be read or kept (those the read rules deny or
+    /// ask for, such as `.env`): they are opaque, like ignored files. Set it before
+    /// [`build`](Self::build).
+    pub fn set_secret_filter(&self, filter: SecretFilter) {
+        self.lock_tree().secret = Some(filter);
     }
 
     /// Takes the first full snapshot (reading the saved cache, so only changed files are

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use tackle_core::Direction;
-use tackle_permission::{AgentMode, ConfigContext, Ruleset, ruleset_from_config};
+use tackle_permission::{
+    Action, AgentMode, ConfigContext, Rule, RuleSource, Ruleset, is_trust, ruleset_from_config,
+};
 
 use super::file::{
     AgentModeName, AgentSection, DiagnosticsSection, DirectionName, FormatterSetting, HooksSection,
@@ -16,15 +18,34 @@ use super::file::{
 };
 use super::json::{self, Entry, Node, Pos, Value};
 use super::{AgentConfig, Config, Dialect, McpServer, McpTransport, ModelTools, Problem};
+use crate::trust::{Held, HeldReason, ProjectTrust};
 
 /// Reads one file into the configuration, recording problems.
 pub(super) struct Reader<'a> {
     pub(super) file: &'a Path,
     pub(super) home: Option<&'a str>,
     pub(super) problems: &'a mut Vec<Problem>,
+    /// For a file that came with the project: its trust state, where held settings are listed.
+    pub(super) project: Option<&'a mut ProjectTrust>,
 }
 
 impl Reader<'_> {
+    /// Whether a setting at `key` that does `what` applies now. Everything applies from the
+    /// user's files; from the project's, a setting held for `reason` is listed and applies only
+    /// once the project is trusted (never, for what a project may never grant).
+    fn hold(&mut self, key: &str, what: impl Into<String>, reason: HeldReason) -> bool {
+        let Some(project) = self.project.as_deref_mut() else {
+            return true;
+        };
+        project.held.push(Held {
+            file: self.file.to_path_buf(),
+            key: key.to_owned(),
+            what: what.into(),
+            reason,
+        });
+        project.trusted && reason != HeldReason::NeverGranted
+    }
+
     fn problem(&mut self, path: &str, pos: Option<Pos>, message: impl Into<String>) {
         self.problems.push(Problem {
             file: self.file.to_path_buf(),
@@ -125,6 +146,7 @@ impl Reader<'_> {
                 "lsp" => self.lsp(path, node, dialect, config),
                 "formatter" => {
                     if let Some(setting) = self.decode::<FormatterSetting>(path, node) {
+                        let setting = self.formatters(path, setting);
                         config.merge_formatter(setting);
                     }
                 }
@@ -154,11 +176,18 @@ impl Reader<'_> {
                 "models" => self.models(path, node, config),
                 "overrides" => {
                     if let Some(names) = self.decode::<Strings>(path, node) {
-                        config.overrides.extend(names.0);
+                        for name in names.0 {
+                            let what = format!("replaces the built-in `{name}` with a custom tool");
+                            let at = key_path(path, &name);
+                            if self.hold(&at, what, HeldReason::WidensPermissions) {
+                                config.overrides.push(name);
+                            }
+                        }
                     }
                 }
                 "hooks" => {
                     if let Some(hooks) = self.decode::<HooksSection>(path, node) {
+                        let hooks = self.hooks(path, hooks);
                         config.add_hooks(hooks, self.file);
                     }
                 }
@@ -186,6 +215,7 @@ impl Reader<'_> {
         let value = self.decode::<PermissionValue>(path, node)?;
         let context = ConfigContext::new(self.home).with_root(path);
         match ruleset_from_config(&value.0, &context) {
+            Ok(rules) if self.project.is_some() => Some(self.project_rules(rules)),
             Ok(rules) => Some(rules),
             Err(error) => {
                 let at = locate_path(node, path, error.path(), false).unwrap_or(node.pos);
@@ -198,6 +228,34 @@ impl Reader<'_> {
                 None
             }
         }
+    }
+
+    /// A project file's rules, marked as the project's: deny and ask rules apply at once, allow
+    /// rules once the project is trusted, and an allow of a trust permission never.
+    fn project_rules(&mut self, rules: Ruleset) -> Ruleset {
+        let mut kept = Ruleset::new();
+        for rule in rules.rules() {
+            let key = match &rule.source {
+                RuleSource::Config { key } => key.clone(),
+                other => other.to_string(),
+            };
+            let (permission, pattern) = (rule.permission.as_str(), rule.pattern.as_str());
+            if rule.action == Action::Allow {
+                let what = format!("allows `{permission}` on `{pattern}`");
+                if is_trust(permission) {
+                    self.hold(&key, what, HeldReason::NeverGranted);
+                    continue;
+                }
+                if !self.hold(&key, what, HeldReason::WidensPermissions) {
+                    continue;
+                }
+            }
+            kept.push(Rule {
+                source: RuleSource::Project { key },
+                ..rule.clone()
+            });
+        }
+        kept
     }
 
     fn agents(&mut self, path: &str, node: &Node, dialect: Dialect, config: &mut Config) {
@@ -247,6 +305,22 @@ impl Reader<'_> {
                 Dialect::OpenCode => self.opencode_server(&server_path, &entry.node),
                 _ => self.server(&server_path, &entry.node),
             };
+            let what = match &transport {
+                Some(McpTransport::Stdio { command, args, .. }) => Some((
+                    format!("starts `{}`", argv_text(command, args)),
+                    HeldReason::RunsCommand,
+                )),
+                Some(McpTransport::Http { url, .. }) => Some((
+                    format!("connects to {url} and offers its tools"),
+                    HeldReason::WidensPermissions,
+                )),
+                None => None,
+            };
+            if let Some((what, reason)) = what
+                && !self.hold(&server_path, what, reason)
+            {
+                continue;
+            }
             config.mcp.retain(|server| server.name != entry.key);
             if let Some(transport) = transport {
                 config.mcp.push(McpServer {
@@ -385,6 +459,16 @@ impl Reader<'_> {
             return;
         };
         for (name, on) in choices.0 {
+            let at = key_path(path, &name);
+            if on
+                && !self.hold(
+                    &at,
+                    format!("offers `{name}`"),
+                    HeldReason::WidensPermissions,
+                )
+            {
+                continue;
+            }
             config.disabled_tools.retain(|n| *n != name);
             if !on {
                 config.disabled_tools.push(name);
@@ -407,9 +491,18 @@ impl Reader<'_> {
             let Some(section) = self.decode::<ModelSection>(&model_path, &entry.node) else {
                 continue;
             };
+            let mut tools = section.tools.unwrap_or_default().0;
+            tools.retain(|(name, on)| {
+                let at = key_path(&key_path(&model_path, "tools"), name);
+                !on || self.hold(
+                    &at,
+                    format!("offers `{name}`"),
+                    HeldReason::WidensPermissions,
+                )
+            });
             config.models.push(ModelTools {
                 model: entry.key.clone(),
-                tools: section.tools.unwrap_or_default().0,
+                tools,
                 file: self.file.to_path_buf(),
             });
         }
@@ -436,10 +529,48 @@ impl Reader<'_> {
                 }
             }
             if let Some(section) = self.decode::<LspSection>(&server_path, &entry.node) {
+                // Turning a server off only narrows; anything else sets what runs and how.
+                let only_off = section.disabled == Some(true)
+                    && section.command.is_none()
+                    && section.env.is_none();
+                let what = match &section.command {
+                    Some(command) => format!("runs `{}`", command.0.join(" ")),
+                    None => format!("changes how the `{}` language server runs", entry.key),
+                };
+                if !only_off && !self.hold(&server_path, what, HeldReason::RunsCommand) {
+                    continue;
+                }
                 config.lsp.retain(|(name, _)| *name != entry.key);
                 config.lsp.push((entry.key.clone(), section));
             }
         }
+    }
+
+    /// The formatters that apply now: a built-in one named without a command of its own (its
+    /// binary found on `PATH` by its own name) or one turned off applies at once; a command or
+    /// environment from the project waits for trust.
+    fn formatters(&mut self, path: &str, setting: FormatterSetting) -> FormatterSetting {
+        let FormatterSetting::Named(named) = setting else {
+            return setting;
+        };
+        let builtins = tackle_diagnostics::format::builtin_formatters();
+        let kept = named
+            .into_iter()
+            .filter(|(name, section)| {
+                let builtin = builtins.iter().any(|b| b.name == *name);
+                let own_command = section.command.is_some() || section.environment.is_some();
+                let off = section.disabled == Some(true);
+                if off || (builtin && !own_command) {
+                    return true;
+                }
+                let what = match &section.command {
+                    Some(command) => format!("runs `{}`", command.0.join(" ")),
+                    None => format!("changes how the `{name}` formatter runs"),
+                };
+                self.hold(&key_path(path, name), what, HeldReason::RunsCommand)
+            })
+            .collect();
+        FormatterSetting::Named(kept)
     }
 
     fn limits(&mut self, path: &str, node: &Node, config: &mut Config) {
@@ -475,7 +606,11 @@ impl Reader<'_> {
                 let pos = entry_field(node, "path").map(|n| n.pos);
                 let message = format!("{name} cannot run POSIX command lines");
                 self.problem(&key_path(path, "path"), pos, message);
-            } else {
+            } else if self.hold(
+                &key_path(path, "path"),
+                format!("runs every `bash` command with `{}`", shell_path.0),
+                HeldReason::RunsCommand,
+            ) {
                 config.shell_path = Some(shell_path.0);
             }
         }
@@ -489,6 +624,36 @@ impl Reader<'_> {
             config.max_jobs = Some(usize::try_from(n.0).unwrap_or(usize::MAX));
         }
     }
+}
+
+impl Reader<'_> {
+    /// The hooks that apply now: a project's wait for trust.
+    fn hooks(&mut self, path: &str, hooks: HooksSection) -> HooksSection {
+        let mut keep = |when: &str, list: Option<Vec<super::file::HookSection>>| {
+            list.map(|list| {
+                list.into_iter()
+                    .enumerate()
+                    .filter(|(i, hook)| {
+                        let at = format!("{}[{i}]", key_path(path, when));
+                        let what = format!("runs `{}` {when} calls", hook.command.0.join(" "));
+                        self.hold(&at, what, HeldReason::RunsCommand)
+                    })
+                    .map(|(_, hook)| hook)
+                    .collect()
+            })
+        };
+        let before = keep("before", hooks.before);
+        let after = keep("after", hooks.after);
+        HooksSection { before, after }
+    }
+}
+
+/// A command and its arguments as one line.
+fn argv_text(command: &str, args: &[String]) -> String {
+    std::iter::once(command)
+        .chain(args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A serde error message in the file's terms, and the unknown key it names, if any.

@@ -13,9 +13,8 @@
 //! - After: what the hook prints is noted for the host (journal and `tackle call --json`), never
 //!   shown to the model; a failure is noted the same way.
 //!
-//! A hook from the project's own `.tackle/config.json` runs only once `hook_trust` allows it,
-//! as a project's custom tools do: cloning a repository must not be enough to run its commands.
-//! Hooks from the user's file and the `--config` file are trusted.
+//! A hook from the project's own configuration is here only once the person trusted that
+//! configuration (see [`crate::trust`]): cloning a repository is not enough to run its commands.
 //!
 //! A hook runs with [`IN_HOOK_ENV`] set, and a host started under it registers no command
 //! hooks: a hook that calls `tackle` gets a plain tool layer instead of its own hook again.
@@ -25,11 +24,9 @@ use std::process::Stdio;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use tackle_builtins::{Ask, Gate};
 use tackle_core::{Context, Settlement};
-use tackle_permission::{Pattern, names::Permission};
+use tackle_permission::Pattern;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::Mutex;
 
 use super::hooks::Hook;
 use crate::config::{CommandHook, HookWhen};
@@ -49,24 +46,13 @@ pub(crate) struct CommandHookRunner {
     hook: CommandHook,
     tools: Vec<Pattern>,
     root: PathBuf,
-    gate: Gate,
-    /// Whether `hook_trust` allowed this hook in this process (always true for trusted files).
-    trusted: Mutex<bool>,
 }
 
 impl CommandHookRunner {
-    /// A runner for `hook`, run in `root`, asking trust through `gate` when the project's file
-    /// defined it.
-    pub(crate) fn new(hook: CommandHook, root: PathBuf, gate: Gate) -> Self {
+    /// A runner for `hook`, run in `root`.
+    pub(crate) fn new(hook: CommandHook, root: PathBuf) -> Self {
         let tools = hook.tools.iter().map(|t| Pattern::new(t)).collect();
-        let trusted = Mutex::new(!hook.project);
-        Self {
-            hook,
-            tools,
-            root,
-            gate,
-            trusted,
-        }
+        Self { hook, tools, root }
     }
 
     /// The hook's name in the journal and in messages: its file and command.
@@ -76,35 +62,6 @@ impl CommandHookRunner {
 
     fn applies_to(&self, tool: &str) -> bool {
         self.tools.is_empty() || self.tools.iter().any(|p| p.matches(tool))
-    }
-
-    /// Asks `hook_trust` once per process for a project hook; `Err` is the refusal text.
-    async fn trust(&self, cx: &Context) -> Result<(), String> {
-        let mut trusted = self.trusted.lock().await;
-        if *trusted {
-            return Ok(());
-        }
-        let pattern = format!(
-            "{}@{}",
-            self.hook.file.display(),
-            blake3::hash(self.hook.command.join("\0").as_bytes()).to_hex()[..16].to_owned()
-        );
-        let ask = Ask::new(Permission::HOOK_TRUST.as_str(), [pattern.clone()])
-            .with_always([pattern])
-            .with_metadata(json!({
-                "file": self.hook.file.display().to_string(),
-                "command": self.hook.command,
-            }));
-        match self.gate.ask(cx, ask).await {
-            Ok(()) => {
-                *trusted = true;
-                Ok(())
-            }
-            Err(failure) => Err(match failure.hint() {
-                Some(hint) => format!("{}\n{hint}", failure.message()),
-                None => failure.message().to_owned(),
-            }),
-        }
     }
 
     /// Runs the command with `input` on stdin.
@@ -252,7 +209,6 @@ impl Hook for CommandHookRunner {
             if self.hook.when != HookWhen::Before || !self.applies_to(tool) {
                 return Ok(());
             }
-            self.trust(cx).await?;
             let refused = |why: String| {
                 format!(
                     "The hook `{}` configured in {} refused this call, so it did not run: {why}. \
@@ -310,9 +266,6 @@ impl Hook for CommandHookRunner {
             let tool = settlement.tool.as_str();
             if self.hook.when != HookWhen::After || !self.applies_to(tool) {
                 return None;
-            }
-            if let Err(why) = self.trust(cx).await {
-                return Some(format!("not run: {}", clip(&why, MAX_NOTE_CHARS)));
             }
             let result = settlement.model_result();
             let output: String = result

@@ -494,3 +494,146 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Project rules: they narrow, and never overrule a deny or grant trust
+// ---------------------------------------------------------------------------------------------
+
+fn project(permission: &str, pattern: &str, action: Action) -> Rule {
+    Rule::new(
+        permission,
+        pattern,
+        action,
+        RuleSource::Project {
+            key: format!("permission.{permission}"),
+        },
+    )
+}
+
+fn user(permission: &str, pattern: &str, action: Action) -> Rule {
+    Rule::new(
+        permission,
+        pattern,
+        action,
+        RuleSource::Config {
+            key: format!("permission.{permission}"),
+        },
+    )
+}
+
+#[test]
+fn a_project_allow_never_beats_a_users_deny() {
+    let rules = Ruleset::from_iter([
+        Rule::new("*", "*", Allow, RuleSource::Default),
+        Rule::new("external_directory", "*", Ask, RuleSource::Default),
+        user("external_directory", "/etc/*", Deny),
+        user("read", "*.env", Deny),
+        project("external_directory", "*", Allow),
+        project("read", "*", Allow),
+        project("*", "*", Allow),
+    ]);
+    assert_eq!(rules.evaluate("external_directory", "/etc/*"), Deny);
+    assert_eq!(rules.evaluate("read", "a/.env"), Deny);
+    let decision = rules.explain("read", "a/.env");
+    assert_eq!(
+        decision.source(),
+        RuleSource::Config {
+            key: "permission.read".into()
+        }
+    );
+    // Where the user did not deny, a project allow widens (a trusted project's own rules).
+    assert_eq!(rules.evaluate("external_directory", "/srv/*"), Allow);
+}
+
+#[test]
+fn a_project_rule_never_grants_a_trust_permission() {
+    let rules = Ruleset::from_iter([
+        Rule::new("*", "*", Allow, RuleSource::Default),
+        Rule::new("hook_trust", "*", Ask, RuleSource::Default),
+        Rule::new("custom_tool_trust", "*", Ask, RuleSource::Default),
+        project("hook_trust", "*", Allow),
+        project("*", "*", Allow),
+    ]);
+    assert_eq!(rules.evaluate("hook_trust", "x"), Ask);
+    assert_eq!(rules.evaluate("custom_tool_trust", "x"), Ask);
+    // A project may still deny one.
+    let narrowed = rules.merged(&Ruleset::from_iter([project("hook_trust", "*", Deny)]));
+    assert_eq!(narrowed.evaluate("hook_trust", "x"), Deny);
+}
+
+#[test]
+fn a_project_ask_or_deny_narrows_the_users_allow() {
+    let rules = Ruleset::from_iter([
+        Rule::new("*", "*", Allow, RuleSource::Default),
+        user("bash", "*", Allow),
+        user("bash", "rm *", Deny),
+        project("bash", "git push *", Ask),
+        project("bash", "rm *", Ask),
+        project("bash", "curl *", Deny),
+    ]);
+    assert_eq!(rules.evaluate("bash", "git push origin"), Ask);
+    assert_eq!(rules.evaluate("bash", "curl x"), Deny);
+    // A project ask cannot loosen the user's deny.
+    assert_eq!(rules.evaluate("bash", "rm -rf /"), Deny);
+    assert_eq!(rules.evaluate("bash", "ls"), Allow);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    /// Whatever the project's rules, the decision is never more permissive than the other rules
+    /// where those deny, or where the permission is a trust permission; and it is never more
+    /// permissive than the project's own last matching rule.
+    #[test]
+    fn project_rules_never_overrule_a_deny_or_grant_trust(
+        base in prop::collection::vec((0usize..4, 0usize..3, 0usize..3), 0..8),
+        projected in prop::collection::vec((0usize..4, 0usize..3, 0usize..3), 0..8),
+        interleave in any::<bool>(),
+        permission in 0usize..4,
+        resource in 0usize..3,
+    ) {
+        const PERMISSIONS: [&str; 4] = ["*", "bash", "hook_trust", "external_directory"];
+        const PATTERNS: [&str; 3] = ["*", "a*", "ab"];
+        const ACTIONS: [Action; 3] = [Allow, Ask, Deny];
+        let asked = ["bash", "hook_trust", "external_directory", "read"][permission];
+        let on = ["ab", "ax", "zz"][resource];
+        let make = |(p, r, a): (usize, usize, usize), from_project: bool| {
+            if from_project {
+                project(PERMISSIONS[p], PATTERNS[r], ACTIONS[a])
+            } else {
+                user(PERMISSIONS[p], PATTERNS[r], ACTIONS[a])
+            }
+        };
+        let base_rules: Ruleset = base.iter().map(|&r| make(r, false)).collect();
+        let project_rules: Ruleset = projected.iter().map(|&r| make(r, true)).collect();
+        // Project rules after the base, or woven between them (agent rules follow the file's).
+        let all: Ruleset = if interleave {
+            let mut woven = Vec::new();
+            let (mut b, mut p) = (base_rules.rules().iter(), project_rules.rules().iter());
+            loop {
+                match (b.next(), p.next()) {
+                    (None, None) => break,
+                    (x, y) => woven.extend(x.into_iter().chain(y).cloned()),
+                }
+            }
+            woven.into_iter().collect()
+        } else {
+            base_rules.clone().merged(&project_rules)
+        };
+        let without = all.rules().iter().filter(|r| !r.source.is_project()).cloned().collect::<Ruleset>();
+        let decided = all.evaluate(asked, on);
+        let rank = |a: Action| match a { Allow => 0, Ask => 1, Deny => 2 };
+        let base_decision = without.evaluate(asked, on);
+        if base_decision == Deny {
+            prop_assert_eq!(decided, Deny);
+        }
+        if is_trust(asked) {
+            prop_assert!(rank(decided) >= rank(base_decision));
+        }
+        if let Some(last) = all.rules().iter().rev().find(|r| r.matches(asked, on))
+            && last.source.is_project()
+        {
+            prop_assert!(rank(decided) >= rank(last.action));
+        }
+    }
+}

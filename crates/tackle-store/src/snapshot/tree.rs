@@ -61,7 +61,11 @@ struct DirRules {
     fingerprint: blake3::Hash,
 }
 
+/// Whether a path's content is never to be read or kept (a secret the read rules protect).
+pub type SecretFilter = Arc<dyn Fn(&RelPath) -> bool + Send + Sync>;
+
 pub(crate) struct Tree {
+    pub(crate) secret: Option<SecretFilter>,
     root: PathBuf,
     excluded: Option<PathBuf>,
     slots: BTreeMap<RelPath, Slot>,
@@ -98,6 +102,7 @@ fn is_temp_name(name: &[u8]) -> bool {
 impl Tree {
     pub(crate) fn new(root: &Path, excluded: Option<PathBuf>) -> Self {
         Self {
+            secret: None,
             root: root.to_path_buf(),
             excluded,
             slots: BTreeMap::new(),
@@ -251,6 +256,10 @@ impl Tree {
             return Some(Slot::Opaque);
         }
         if self.ignored(child, &path, kind.is_dir()) {
+            return Some(Slot::Opaque);
+        }
+        // A file the read rules protect is never hashed or kept, so never touched either.
+        if !kind.is_dir() && self.secret.as_ref().is_some_and(|secret| secret(child)) {
             return Some(Slot::Opaque);
         }
         let mode = meta.mode() & 0o7777;
