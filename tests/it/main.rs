@@ -11,6 +11,7 @@ mod laws;
 mod laws_bound;
 mod laws_edit;
 mod laws_files;
+mod laws_undo;
 mod layers;
 mod permission;
 mod registry;

@@ -291,8 +291,10 @@ impl HostBuilder {
             // Files the default agent may not read without asking (`.env`) are never kept.
             let rules = agents.rules(&self.default_agent);
             snapshots.set_secret_filter(Arc::new(move |path| {
-                rules.evaluate(tackle_core::names::Permission::READ.as_str(), &path.display())
-                    != tackle_permission::Action::Allow
+                rules.evaluate(
+                    tackle_core::names::Permission::READ.as_str(),
+                    &path.display(),
+                ) != tackle_permission::Action::Allow
             }));
             // Once per host that takes snapshots, in the background (not on every one-shot
             // `tackle call`): the first full snapshot, so no call waits for it, then contents

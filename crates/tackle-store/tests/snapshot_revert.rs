@@ -158,7 +158,8 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// LAW-UNDO, in the store: revert everything and the tree is as it was; revert the revert
+    // spec: LAW-UNDO
+    /// In the store: revert everything and the tree is as it was; revert the revert
     /// and it is as after the changes.
     #[test]
     fn reverting_every_recorded_change_restores_the_tree(

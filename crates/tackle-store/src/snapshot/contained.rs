@@ -53,8 +53,11 @@ impl Found {
 pub enum DirError {
     /// A component does not exist.
     Missing(RelPath),
-    /// A component is a symlink, a file or something else that is not a directory.
+    /// A component is a file or something else that is not a directory (nothing can be under
+    /// it).
     NotADirectory(RelPath),
+    /// A component is a symbolic link: what is under it lies wherever it points, never followed.
+    Symlink(RelPath),
     /// Another error, as text.
     Other(String),
 }
@@ -93,7 +96,16 @@ impl Root {
             ) {
                 Ok(next) => next,
                 Err(Errno::NOENT) => return Err(DirError::Missing(here)),
-                Err(Errno::NOTDIR | Errno::LOOP) => return Err(DirError::NotADirectory(here)),
+                Err(Errno::NOTDIR | Errno::LOOP) => {
+                    let link = rustix::fs::statat(&fd, part, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(
+                        |stat| FileType::from_raw_mode(stat.st_mode) == FileType::Symlink,
+                    );
+                    return Err(if link {
+                        DirError::Symlink(here)
+                    } else {
+                        DirError::NotADirectory(here)
+                    });
+                }
                 Err(e) => return Err(DirError::Other(e.to_string())),
             };
             so_far = Some(here);

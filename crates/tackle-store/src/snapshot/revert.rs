@@ -178,7 +178,20 @@ pub fn plan(snapshots: &Snapshots, changes: &[Change]) -> Result<Plan, SnapshotE
         let mut blocked = None;
         let current = match root.dir(path.parent().as_ref()) {
             Ok(dir) => contained::found_at(objects, &dir, path.name())?,
-            Err(DirError::Missing(dir) | DirError::NotADirectory(dir)) if becomes_dir(&dir) => {
+            // Nothing can be under a missing directory or a non-directory (a link is never
+            // followed): the path is absent, which is right when it is to be absent or when
+            // the plan makes its directory first.
+            Err(DirError::Missing(dir) | DirError::NotADirectory(dir))
+                if becomes_dir(&dir) || want.desired.is_none() =>
+            {
+                Found::Absent
+            }
+            Err(DirError::Symlink(dir)) if becomes_dir(&dir) => Found::Absent,
+            Err(DirError::Symlink(dir)) => {
+                blocked = Some(format!(
+                    "`{path}` is out of reach: `{dir}` is a symlink now, and undo never writes \
+                     or deletes through it. Put the directory back, then undo again."
+                ));
                 Found::Absent
             }
             Err(DirError::Missing(dir)) => {
@@ -190,8 +203,8 @@ pub fn plan(snapshots: &Snapshots, changes: &[Change]) -> Result<Plan, SnapshotE
             }
             Err(DirError::NotADirectory(dir)) => {
                 blocked = Some(format!(
-                    "`{path}` cannot be put back: `{dir}` is no longer a directory (a file or a \
-                     symlink is there now), and undo never writes through it."
+                    "`{path}` cannot be put back: `{dir}` is a file now, not a directory. Undo \
+                     the change that replaced it first."
                 ));
                 Found::Absent
             }
@@ -475,6 +488,7 @@ fn run(root: &Root, snapshots: &Snapshots, step: &Step) -> Result<(), String> {
     let dir = root.dir(step.path.parent().as_ref()).map_err(|e| match e {
         DirError::Missing(dir) => format!("`{dir}` is missing"),
         DirError::NotADirectory(dir) => format!("`{dir}` is not a directory"),
+        DirError::Symlink(dir) => format!("`{dir}` is a symlink"),
         DirError::Other(error) => error,
     })?;
     contained::lock(&dir).map_err(|e| e.to_string())?;

@@ -1,4 +1,4 @@
-//! LAW-UNDO (spec/laws.md): random sequences of `bash` calls through a host, then one undo of
+//! LAW-UNDO (spec/laws.md) through the host: random sequences of `bash` calls through a host, then one undo of
 //! them all, leave every path as it was before them, except paths that were ignored (present
 //! under the ignore rules of that moment, or under an ignored directory) at any point, which the
 //! undo never touches, and the directories that still hold such paths, which it keeps. A redo
@@ -347,7 +347,8 @@ fn cases() -> u32 {
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
-    /// LAW-UNDO.
+    // spec: LAW-UNDO
+    /// Random bash calls through a host, undone at once, then redone.
     #[test]
     fn undo_restores_the_tree_and_redo_restores_the_calls(
         setup in proptest::collection::vec(op(), 0..8),
