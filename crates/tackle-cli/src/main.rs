@@ -104,9 +104,17 @@ enum Command {
         #[arg(long)]
         yes: bool,
         /// Serve streamable HTTP on ADDR instead of stdio: PORT or :PORT (on 127.0.0.1),
-        /// localhost:PORT, or IP:PORT to choose the interface.
+        /// localhost:PORT, or IP:PORT to choose the interface (not loopback: a token is needed).
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        /// With --http, also accept requests from this browser origin (scheme://host,
+        /// scheme://host:port or scheme://host:*); loopback origins always are. Repeatable.
+        #[arg(long, value_name = "ORIGIN", requires = "http")]
+        allow_origin: Vec<String>,
+        /// With --http, require the bearer token in FILE on every request (otherwise the one in
+        /// TACKLE_SERVE_TOKEN, if set). The token is never printed.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
     },
     /// List the tools the agent is offered.
     Tools {
@@ -332,8 +340,14 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
     };
     match cli.command {
         Command::Config { .. } => bail!("`config` runs before the runtime starts"),
-        Command::Serve { yes, http } => {
+        Command::Serve {
+            yes,
+            http,
+            allow_origin,
+            token_file,
+        } => {
             let address = http.as_deref().map(serve::http_address).transpose()?;
+            let http_options = serve::http_options(&allow_origin, token_file.as_deref())?;
             let calls = tackle_mcp::ClientCalls::new();
             let approvals = if yes {
                 Approvals::AllowOnce
@@ -375,7 +389,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                     served = tackle_mcp::serve_stdio(server) => served.map_err(Into::into),
                     () = serve::stop_signal() => Ok(()),
                 },
-                Some(address) => serve::serve_http(address, server).await,
+                Some(address) => serve::serve_http(address, server, http_options).await,
             };
             watcher.abort();
             // The watcher's handle is the last one of the stdio connection: once it is gone,

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use support::{EchoInput, EchoOutput, Empty, WAIT, call, texts};
 use tackle_core::{CallIdentity, Context, Tool, ToolFailure};
 use tackle_mcp::{
-    ConnectError, ConnectOptions, HttpServing, McpServerConfig, McpTransport, TackleServer,
-    connect, serve_http, supervise,
+    ConnectError, ConnectOptions, HttpOptions, HttpServing, McpServerConfig, McpTransport,
+    TackleServer, connect, serve_http, supervise,
 };
 use tackle_registry::{
     AllTools, Location, ModelErrorKind, Outcome, Registration, Settlement, SettlementConfig,
@@ -72,6 +72,7 @@ async fn serve(fixture: &Fixture) -> HttpServing {
     serve_http(
         loopback(),
         TackleServer::new(fixture.location.clone(), AllTools),
+        HttpOptions::default(),
     )
     .await
     .expect("serve on a free loopback port")
@@ -272,7 +273,9 @@ async fn supervise_reconnects_when_the_http_server_comes_back() {
     assert!(!failing.connected);
 
     let server = TackleServer::new(fixture.location.clone(), AllTools);
-    let serving = serve_http(addr, server.clone()).await.expect("serve");
+    let serving = serve_http(addr, server.clone(), HttpOptions::default())
+        .await
+        .expect("serve");
     let first = tokio::time::timeout(WAIT, supervisor.wait_for(|s| s.connected))
         .await
         .expect("the first connection");
@@ -284,7 +287,9 @@ async fn supervise_reconnects_when_the_http_server_comes_back() {
         .expect("the disconnection is noticed");
     assert!(remote.tools().names().is_empty());
 
-    let serving = serve_http(addr, server).await.expect("serve again");
+    let serving = serve_http(addr, server, HttpOptions::default())
+        .await
+        .expect("serve again");
     let second = tokio::time::timeout(
         WAIT,
         supervisor.wait_for(|s| s.connected && s.connections == 2),
@@ -398,9 +403,13 @@ async fn serving_on_a_busy_address_names_the_address() {
         .await
         .expect("bind");
     let addr = taken.local_addr().expect("address");
-    let error = serve_http(addr, TackleServer::new(fixture.location.clone(), AllTools))
-        .await
-        .expect_err("the address is taken");
+    let error = serve_http(
+        addr,
+        TackleServer::new(fixture.location.clone(), AllTools),
+        HttpOptions::default(),
+    )
+    .await
+    .expect_err("the address is taken");
     assert!(error.to_string().contains(&addr.to_string()), "{error}");
 }
 
@@ -508,7 +517,9 @@ async fn each_http_connection_is_its_own_session_which_ends_with_it() {
     let server = TackleServer::new(location, AllTools).with_session_end(move |session: &str| {
         let _ = ended_tx.send(session.to_owned());
     });
-    let serving = serve_http(loopback(), server).await.expect("serve");
+    let serving = serve_http(loopback(), server, HttpOptions::default())
+        .await
+        .expect("serve");
     let (first, _) = rmcp_client(&url(&serving)).await;
     let (second, _) = rmcp_client(&url(&serving)).await;
     let who = |result: rmcp::model::CallToolResult| result.structured_content.expect("structured");
@@ -541,7 +552,9 @@ async fn a_pinned_session_is_shared_and_never_ended() {
             let _ = ended_tx.send(session.to_owned());
         })
         .with_session("pinned");
-    let serving = serve_http(loopback(), server).await.expect("serve");
+    let serving = serve_http(loopback(), server, HttpOptions::default())
+        .await
+        .expect("serve");
     let (first, _) = rmcp_client(&url(&serving)).await;
     let (second, _) = rmcp_client(&url(&serving)).await;
     let a = call(first.peer(), "whoami", json!({})).await;
