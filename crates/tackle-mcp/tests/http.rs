@@ -568,3 +568,59 @@ async fn a_pinned_session_is_shared_and_never_ended() {
     serving.shutdown().await;
     assert!(ended.try_recv().is_err(), "a pinned session was ended");
 }
+
+/// Writes `bytes` to a fresh connection and returns how long until the server closed it, or
+/// `None` when it stayed open for `limit`.
+async fn closed_within(addr: SocketAddr, bytes: &[u8], limit: Duration) -> Option<Duration> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(bytes).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut buffer = [0u8; 1024];
+    tokio::time::timeout(limit, async {
+        // Whatever comes back before the close is read and dropped.
+        while matches!(stream.read(&mut buffer).await, Ok(n) if n > 0) {}
+    })
+    .await
+    .ok()
+    .map(|()| started.elapsed())
+}
+
+#[tokio::test]
+async fn a_connection_that_stalls_mid_body_is_closed_after_the_idle_timeout() {
+    let fixture = fixture();
+    let options =
+        HttpOptions::default().with_timeouts(Duration::from_secs(10), Duration::from_millis(500));
+    let serving = serve_http(
+        loopback(),
+        TackleServer::new(fixture.location.clone(), AllTools),
+        options,
+    )
+    .await
+    .expect("serve");
+    let addr = serving.local_addr();
+    // Complete headers, then 5 of the 100 body bytes announced, then nothing.
+    let stalled = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"a\":"
+    );
+    let closed = closed_within(addr, stalled.as_bytes(), Duration::from_secs(5)).await;
+    let closed = closed.expect("a stalled connection was still open after 5 s");
+    assert!(closed >= Duration::from_millis(400), "{closed:?}");
+    // An open connection that never sends its headers is cut by the header timeout instead.
+    let options =
+        HttpOptions::default().with_timeouts(Duration::from_millis(500), Duration::from_secs(60));
+    let serving = serve_http(
+        loopback(),
+        TackleServer::new(fixture.location.clone(), AllTools),
+        options,
+    )
+    .await
+    .expect("serve");
+    let closed = closed_within(
+        serving.local_addr(),
+        b"POST /mcp HTTP/1.1\r\n",
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(closed.is_some(), "slow headers were still open after 5 s");
+}

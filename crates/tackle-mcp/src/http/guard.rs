@@ -97,7 +97,7 @@ impl HttpOptions {
     /// Also accepts requests from the browser origin `origin`: `scheme://host`, with `:port`
     /// for one port or `:*` for any (without one, the scheme's default port).
     pub fn allow_origin(mut self, origin: &str) -> Result<Self, ServeError> {
-        let parsed = Origin::parse(origin.trim().trim_end_matches('/')).ok_or_else(|| {
+        let parsed = Origin::parse(origin.trim().trim_end_matches('/'), true).ok_or_else(|| {
             ServeError::new(format!(
                 "cannot read `{origin}` as an origin: give scheme://host, scheme://host:port \
                  or scheme://host:* (for example https://app.example.com)"
@@ -143,8 +143,10 @@ impl HttpOptions {
             let allowed = origin
                 .to_str()
                 .ok()
-                .and_then(Origin::parse)
-                .is_some_and(|origin| origin.is_loopback() || self.origins.contains(&origin));
+                .and_then(|text| Origin::parse(text, false))
+                .is_some_and(|origin| {
+                    origin.is_loopback() || self.origins.iter().any(|a| a.admits(&origin))
+                });
             if !allowed {
                 tracing::warn!(
                     ?origin,
@@ -198,11 +200,12 @@ struct Origin {
 }
 
 impl Origin {
-    /// Parses `scheme://host[:port]` or, for an allowed origin, `scheme://host:*`.
-    fn parse(text: &str) -> Option<Self> {
+    /// Parses `scheme://host[:port]` or, when `allowed` (an origin to allow, not one a request
+    /// names), `scheme://host:*`.
+    fn parse(text: &str, allowed: bool) -> Option<Self> {
         let (text, any_port) = match text.strip_suffix(":*") {
-            Some(base) => (base, true),
-            None => (text, false),
+            Some(base) if allowed => (base, true),
+            _ => (text, false),
         };
         let uri = http::Uri::try_from(text).ok()?;
         let scheme = uri.scheme_str()?.to_ascii_lowercase();
@@ -229,6 +232,13 @@ impl Origin {
             .trim_end_matches(']')
             .to_ascii_lowercase();
         Some(Self { scheme, host, port })
+    }
+
+    /// True when this allowed origin admits the request's `origin`.
+    fn admits(&self, origin: &Origin) -> bool {
+        self.scheme == origin.scheme
+            && self.host == origin.host
+            && (self.port.is_none() || self.port == origin.port)
     }
 
     /// True for a page served from this machine: `localhost` or a loopback address.
@@ -350,6 +360,8 @@ mod tests {
             (Some("https://app.example.com:8443"), 403),
             (Some("http://app.example.com"), 403),
             (Some("http://dev.example.com:9000"), 200),
+            (Some("http://dev.example.com"), 200),
+            (Some("http://app.example.com:*"), 403),
             (Some("http://evil.example"), 403),
             (Some("http://localhost.evil.example"), 403),
             (Some("http://127.0.0.1.nip.io"), 403),
