@@ -703,8 +703,12 @@ impl<'s> Scanner<'s> {
         }
     }
 
-    /// Adds the external directory pattern for a path outside the root.
+    /// Adds the external directory pattern for a path outside the root, or records a path
+    /// inside it. Devices (`/dev/null`, `/dev/urandom`) are not files to guard.
     fn check_path(&mut self, literal: &Literal, kind: TargetKind, cwd: &Cwd) {
+        if is_device(&literal.text) {
+            return;
+        }
         let (path, kind) = match literal.glob_at {
             Some(at) => {
                 let prefix = &literal.text[..at];
@@ -930,7 +934,14 @@ fn is_remote(text: &str) -> bool {
 fn is_device(path: &str) -> bool {
     matches!(
         path,
-        "/dev/null" | "/dev/stdin" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
+        "/dev/null"
+            | "/dev/stdin"
+            | "/dev/stdout"
+            | "/dev/stderr"
+            | "/dev/tty"
+            | "/dev/zero"
+            | "/dev/random"
+            | "/dev/urandom"
     ) || path.starts_with("/dev/fd/")
 }
 
