@@ -346,8 +346,14 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             allow_origin,
             token_file,
         } => {
-            let address = http.as_deref().map(serve::http_address).transpose()?;
-            let http_options = serve::http_options(&allow_origin, token_file.as_deref())?;
+            // The token and origins matter only over HTTP (stdio has no other clients).
+            let http = match http.as_deref() {
+                Some(text) => Some((
+                    serve::http_address(text)?,
+                    serve::http_options(&allow_origin, token_file.as_deref())?,
+                )),
+                None => None,
+            };
             let calls = tackle_mcp::ClientCalls::new();
             let approvals = if yes {
                 Approvals::AllowOnce
@@ -382,14 +388,14 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 server = server.with_session(session);
             }
             let watcher = server.notify_on(changes);
-            let served = match address {
+            let served = match http {
                 // Ctrl-C or SIGTERM ends the server like a closed stdin, so the shutdown below
                 // still stops the background jobs and language servers.
                 None => tokio::select! {
                     served = tackle_mcp::serve_stdio(server) => served.map_err(Into::into),
                     () = serve::stop_signal() => Ok(()),
                 },
-                Some(address) => serve::serve_http(address, server, http_options).await,
+                Some((address, options)) => serve::serve_http(address, server, options).await,
             };
             watcher.abort();
             // The watcher's handle is the last one of the stdio connection: once it is gone,

@@ -215,4 +215,28 @@ mod tests {
         assert!(error.contains("not a port number"), "{error}");
         assert!(http_address("70000").is_err());
     }
+
+    #[test]
+    fn unusable_token_files_are_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let cases = [
+            (write("empty", "\n"), "is empty"),
+            (write("short", "abc\n"), "at least 16"),
+            (write("big", &"a".repeat(5000)), "larger than 4096 bytes"),
+            (dir.path().join("missing"), "cannot read the token file"),
+        ];
+        for (path, expected) in cases {
+            let error = format!("{:#}", http_options(&[], Some(&path)).unwrap_err());
+            assert!(error.contains(expected), "{error}");
+        }
+        let good = write("good", "0123456789abcdef0123\n");
+        assert!(http_options(&[], Some(&good)).unwrap().requires_token());
+        let error = format!("{:#}", http_options(&["nope".into()], None).unwrap_err());
+        assert!(error.contains("cannot read `nope` as an origin"), "{error}");
+    }
 }
