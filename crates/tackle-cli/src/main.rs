@@ -105,9 +105,17 @@ enum Command {
         #[arg(long)]
         yes: bool,
         /// Serve streamable HTTP on ADDR instead of stdio: PORT or :PORT (on 127.0.0.1),
-        /// localhost:PORT, or IP:PORT to choose the interface.
+        /// localhost:PORT, or IP:PORT to choose the interface (not loopback: a token is needed).
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        /// With --http, also accept requests from this browser origin (scheme://host,
+        /// scheme://host:port or scheme://host:*); loopback origins always are. Repeatable.
+        #[arg(long, value_name = "ORIGIN", requires = "http")]
+        allow_origin: Vec<String>,
+        /// With --http, require the bearer token in FILE on every request (otherwise the one in
+        /// TACKLE_SERVE_TOKEN, if set). The token is never printed.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
     },
     /// List the tools the agent is offered.
     Tools {
@@ -368,8 +376,20 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
         Command::Config { .. } | Command::Trust => {
             bail!("`config` and `trust` run before the runtime starts")
         }
-        Command::Serve { yes, http } => {
-            let address = http.as_deref().map(serve::http_address).transpose()?;
+        Command::Serve {
+            yes,
+            http,
+            allow_origin,
+            token_file,
+        } => {
+            // The token and origins matter only over HTTP (stdio has no other clients).
+            let http = match http.as_deref() {
+                Some(text) => Some((
+                    serve::http_address(text)?,
+                    serve::http_options(&allow_origin, token_file.as_deref())?,
+                )),
+                None => None,
+            };
             let calls = tackle_mcp::ClientCalls::new();
             let approvals = if yes {
                 Approvals::AllowOnce
@@ -406,14 +426,14 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 server = server.with_session(session);
             }
             let watcher = server.notify_on(changes);
-            let served = match address {
+            let served = match http {
                 // Ctrl-C or SIGTERM ends the server like a closed stdin, so the shutdown below
                 // still stops the background jobs and language servers.
                 None => tokio::select! {
                     served = tackle_mcp::serve_stdio(server) => served.map_err(Into::into),
                     () = serve::stop_signal() => Ok(()),
                 },
-                Some(address) => serve::serve_http(address, server).await,
+                Some((address, options)) => serve::serve_http(address, server, options).await,
             };
             watcher.abort();
             // The watcher's handle is the last one of the stdio connection: once it is gone,

@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
-use tackle_mcp::TackleServer;
+use tackle_mcp::{BearerToken, HttpOptions, TackleServer};
 
 /// The variable that sets the log filter (`tracing` directives such as `debug` or
 /// `tackle_mcp=debug,warn`).
@@ -43,13 +43,32 @@ pub(crate) fn init_logging(file: Option<&Path>) -> anyhow::Result<()> {
 }
 
 /// Serves `server` over streamable HTTP on `address` until Ctrl-C (or SIGTERM), then shuts down.
-pub(crate) async fn serve_http(address: SocketAddr, server: TackleServer) -> anyhow::Result<()> {
-    let serving = tackle_mcp::serve_http(address, server).await?;
+pub(crate) async fn serve_http(
+    address: SocketAddr,
+    server: TackleServer,
+    options: HttpOptions,
+) -> anyhow::Result<()> {
+    let token = options.requires_token();
+    let serving = tackle_mcp::serve_http(address, server, options)
+        .await
+        .with_context(|| {
+            if token || address.ip().is_loopback() {
+                String::from("cannot serve over HTTP")
+            } else {
+                format!(
+                    "cannot serve over HTTP: give a token with --token-file FILE or {TOKEN_ENV}"
+                )
+            }
+        })?;
     let bound = serving.local_addr();
     eprintln!("tackle: serving MCP over streamable HTTP at http://{bound}/mcp");
+    if token {
+        eprintln!("tackle: every request must carry the token as `Authorization: Bearer <token>`");
+    }
     if !bound.ip().is_loopback() {
         eprintln!(
-            "tackle: {} is not a loopback address: anyone who can reach it can call the tools",
+            "tackle: {} is not a loopback address: anyone who can reach it and has the token can \
+             call the tools",
             bound.ip()
         );
     }
@@ -58,6 +77,71 @@ pub(crate) async fn serve_http(address: SocketAddr, server: TackleServer) -> any
         () = stop_signal() => Ok(()),
         result = serving.waiting() => result.map_err(Into::into),
     }
+}
+
+/// The variable that holds the bearer token when no `--token-file` is given.
+const TOKEN_ENV: &str = "TACKLE_SERVE_TOKEN";
+
+/// The most bytes read from a token file.
+const MAX_TOKEN_FILE_BYTES: u64 = 4096;
+
+/// The HTTP server's options: the allowed origins, and the token from `token_file` or else
+/// [`TOKEN_ENV`]. A token file others can read is used, with a warning.
+pub(crate) fn http_options(
+    allow_origin: &[String],
+    token_file: Option<&Path>,
+) -> anyhow::Result<HttpOptions> {
+    let mut options = HttpOptions::default();
+    for origin in allow_origin {
+        options = options.allow_origin(origin)?;
+    }
+    let secret = match token_file {
+        Some(path) => Some(read_token_file(path)?),
+        None => std::env::var(TOKEN_ENV)
+            .ok()
+            .filter(|t| !t.trim().is_empty()),
+    };
+    if let Some(secret) = secret {
+        let source = match token_file {
+            Some(path) => format!("the token in {}", path.display()),
+            None => format!("the token in {TOKEN_ENV}"),
+        };
+        let token =
+            BearerToken::new(secret.trim()).with_context(|| format!("{source} is unusable"))?;
+        options = options.with_token(token);
+    }
+    Ok(options)
+}
+
+/// The token in `path`, trimmed, read with a bound.
+fn read_token_file(path: &Path) -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    #[cfg(unix)]
+    if let Ok(meta) = file.metadata() {
+        use std::os::unix::fs::PermissionsExt as _;
+        if meta.permissions().mode() & 0o077 != 0 {
+            eprintln!(
+                "tackle: warning: the token file {} can be read by other users (chmod 600 it)",
+                path.display()
+            );
+        }
+    }
+    let mut text = String::new();
+    file.take(MAX_TOKEN_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("cannot read the token file {} as text", path.display()))?;
+    if text.len() as u64 > MAX_TOKEN_FILE_BYTES {
+        bail!(
+            "the token file {} is larger than {MAX_TOKEN_FILE_BYTES} bytes: it should hold only the token",
+            path.display()
+        );
+    }
+    if text.trim().is_empty() {
+        bail!("the token file {} is empty", path.display());
+    }
+    Ok(text.trim().to_owned())
 }
 
 /// Ctrl-C, or SIGTERM on Unix.
@@ -130,5 +214,29 @@ mod tests {
         let error = http_address("localhost:http").unwrap_err().to_string();
         assert!(error.contains("not a port number"), "{error}");
         assert!(http_address("70000").is_err());
+    }
+
+    #[test]
+    fn unusable_token_files_are_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let cases = [
+            (write("empty", "\n"), "is empty"),
+            (write("short", "abc\n"), "at least 16"),
+            (write("big", &"a".repeat(5000)), "larger than 4096 bytes"),
+            (dir.path().join("missing"), "cannot read the token file"),
+        ];
+        for (path, expected) in cases {
+            let error = format!("{:#}", http_options(&[], Some(&path)).unwrap_err());
+            assert!(error.contains(expected), "{error}");
+        }
+        let good = write("good", "0123456789abcdef0123\n");
+        assert!(http_options(&[], Some(&good)).unwrap().requires_token());
+        let error = format!("{:#}", http_options(&["nope".into()], None).unwrap_err());
+        assert!(error.contains("cannot read `nope` as an origin"), "{error}");
     }
 }

@@ -1,6 +1,6 @@
 //! The official MCP Python SDK (`pip install mcp`, which `.ci/run` installs) as a client of
 //! `tackle serve --http`: it lists, calls (a small result and one past the output bound) and
-//! ends its session without a complaint.
+//! ends its session without a complaint, also when the server requires a bearer token.
 
 mod support;
 
@@ -14,12 +14,15 @@ const CLIENT: &str = r#"
 import asyncio, io, logging, sys
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 log = io.StringIO()
 logging.basicConfig(stream=log, level=logging.WARNING)
 
-async def main(url, path, big_path):
-    async with streamable_http_client(url) as (read, write):
+async def main(url, path, big_path, token=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    http_client = create_mcp_http_client(headers=headers)
+    async with streamable_http_client(url, http_client=http_client) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = await session.list_tools()
@@ -31,12 +34,22 @@ async def main(url, path, big_path):
             big = await session.call_tool("read", {"filePath": big_path, "limit": 2000})
             print("BIG_ERROR", big.is_error, (big.content[0].text or "")[:80].replace("\n", " | "))
 
-asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+asyncio.run(main(*sys.argv[1:]))
 print("LOG", log.getvalue().replace("\n", " | "))
 "#;
 
 #[test]
 fn the_python_sdk_client_lists_calls_and_ends_its_session_cleanly() {
+    sdk_session(None);
+}
+
+#[test]
+fn the_python_sdk_client_sends_the_bearer_token_the_server_requires() {
+    sdk_session(Some("sdk-0123456789abcdef0123456789"));
+}
+
+/// Runs the SDK client against a fresh server (requiring `token`, if any) and checks it.
+fn sdk_session(token: Option<&str>) {
     let sdk = Command::new("python3")
         .args(["-c", "import mcp"])
         .output()
@@ -64,6 +77,8 @@ fn the_python_sdk_client_lists_calls_and_ends_its_session_cleanly() {
         .env("HOME", data.path())
         .env_remove("TACKLE_MODEL")
         .env_remove(tackle_mcp::DEPTH_ENV)
+        .env_remove("TACKLE_SERVE_TOKEN")
+        .envs(token.map(|t| ("TACKLE_SERVE_TOKEN", t)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -75,6 +90,7 @@ fn the_python_sdk_client_lists_calls_and_ends_its_session_cleanly() {
         .args(["-c", CLIENT, &url])
         .arg(&file)
         .arg(&big)
+        .args(token)
         .output()
         .expect("run the SDK client");
     let _ = server.kill();

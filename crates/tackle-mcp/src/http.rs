@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt as _, Full, combinators::BoxBody};
 use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
@@ -15,6 +15,11 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::server::{ServeError, TackleServer};
+
+mod guard;
+
+use guard::{Activity, Watched};
+pub use guard::{BearerToken, HEADER_READ_TIMEOUT, HttpOptions, IDLE_TIMEOUT, MAX_CONNECTIONS};
 
 /// How long an open HTTP connection may take to finish after shutdown before it is dropped.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
@@ -92,12 +97,28 @@ impl HttpServing {
 /// its own [`TackleServer::for_connection`] handle, so one client's listing never decides
 /// what another client's calls settle against; `tools/list_changed` reaches all of them.
 ///
-/// The `Host` header is checked against loopback names (`localhost`, `127.0.0.1`, `::1`), as
-/// protection against DNS rebinding. When `addr` is a specific address that is not loopback,
-/// that address is allowed too. When it is unspecified (`0.0.0.0` or `::`), which names the
-/// clients will use is unknown, so the `Host` check is off. Choosing a loopback address by
-/// default is the caller's job.
-pub async fn serve_http(addr: SocketAddr, server: TackleServer) -> Result<HttpServing, ServeError> {
+/// Before a request reaches MCP, `options` are checked: a request with an `Origin` header must
+/// come from a loopback origin or one allowed ([`HttpOptions::allow_origin`]), else 403; with a
+/// token ([`HttpOptions::with_token`]), a request without it gets 401. A token is required when
+/// `addr` is not a loopback address. The `Host` header is checked against loopback names
+/// (`localhost`, `127.0.0.1`, `::1`), as protection against DNS rebinding. When `addr` is a
+/// specific address that is not loopback, that address is allowed too. When it is unspecified
+/// (`0.0.0.0` or `::`), which names the clients will use is unknown, so the `Host` check is
+/// off. A client has [`HEADER_READ_TIMEOUT`] to send each request's headers, a connection that
+/// moves no byte for [`IDLE_TIMEOUT`] is closed, and at most [`MAX_CONNECTIONS`] are served at
+/// once.
+pub async fn serve_http(
+    addr: SocketAddr,
+    server: TackleServer,
+    options: HttpOptions,
+) -> Result<HttpServing, ServeError> {
+    if !addr.ip().is_loopback() && !options.requires_token() {
+        return Err(ServeError::new(format!(
+            "{} is not a loopback address, so anyone who can reach it could call the tools: \
+             serving there needs a bearer token",
+            addr.ip()
+        )));
+    }
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|error| ServeError::new(format!("cannot listen on {addr}: {error}")))?;
@@ -115,7 +136,7 @@ pub async fn serve_http(addr: SocketAddr, server: TackleServer) -> Result<HttpSe
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let task = tokio::spawn(accept(listener, service, cancel.clone()));
+    let task = tokio::spawn(accept(listener, service, Arc::new(options), cancel.clone()));
     Ok(HttpServing {
         local_addr,
         server,
@@ -141,10 +162,16 @@ fn allow_bound_host(config: StreamableHttpServerConfig, ip: IpAddr) -> Streamabl
 /// rmcp's answer to `request`, except that a session ended by `DELETE` answers 204 No Content
 /// rather than rmcp's 202 Accepted: the session is closed by then, and clients (the official
 /// Python SDK among them) expect 200 or 204 and report anything else as a failed termination.
+///
+/// A request the options refuse (its origin, its token) never reaches rmcp.
 async fn answer(
     service: &StreamableHttpService<TackleServer, LocalSessionManager>,
+    options: &HttpOptions,
     request: http::Request<hyper::body::Incoming>,
 ) -> http::Response<BoxBody<Bytes, std::convert::Infallible>> {
+    if let Some(refusal) = options.refusal(request.headers()) {
+        return refusal;
+    }
     let delete = request.method() == http::Method::DELETE;
     let mut response = service.handle(request).await;
     if delete && response.status() == http::StatusCode::ACCEPTED {
@@ -155,10 +182,12 @@ async fn answer(
 }
 
 /// Accepts connections until `cancel` fires, then lets open ones finish within the grace
-/// period.
+/// period. At most [`MAX_CONNECTIONS`] are served at once; each is closed when its headers
+/// come too slowly or it moves no byte for the idle timeout.
 async fn accept(
     listener: TcpListener,
     service: StreamableHttpService<TackleServer, LocalSessionManager>,
+    options: Arc<HttpOptions>,
     cancel: CancellationToken,
 ) -> Result<(), ServeError> {
     let mut connections = JoinSet::new();
@@ -166,7 +195,7 @@ async fn accept(
         let stream = tokio::select! {
             () = cancel.cancelled() => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-            accepted = listener.accept() => match accepted {
+            accepted = listener.accept(), if connections.len() < MAX_CONNECTIONS => match accepted {
                 Ok((stream, _)) => stream,
                 Err(error) => {
                     // Usually out of file descriptors: wait rather than spin.
@@ -177,20 +206,35 @@ async fn accept(
             },
         };
         let service = service.clone();
+        let answering = options.clone();
         let service = hyper::service::service_fn(move |request| {
             let service = service.clone();
-            async move { Ok::<_, std::convert::Infallible>(answer(&service, request).await) }
+            let options = answering.clone();
+            async move { Ok::<_, std::convert::Infallible>(answer(&service, &options, request).await) }
         });
         let cancel = cancel.clone();
+        let activity = Activity::new();
+        let idle_timeout = options.idle_timeout();
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(options.header_read_timeout());
         connections.spawn(async move {
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service);
+            let io = Watched {
+                io: stream,
+                activity: activity.clone(),
+            };
+            let connection = builder.serve_connection(TokioIo::new(io), service);
             tokio::pin!(connection);
             tokio::select! {
                 result = connection.as_mut() => {
                     if let Err(error) = result {
                         tracing::debug!("MCP HTTP connection ended: {error}");
                     }
+                }
+                // Dropping the connection closes it.
+                () = activity.idle_for(idle_timeout) => {
+                    tracing::debug!("MCP HTTP connection closed after {idle_timeout:?} idle");
                 }
                 () = cancel.cancelled() => {
                     connection.as_mut().graceful_shutdown();

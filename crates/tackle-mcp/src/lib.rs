@@ -42,7 +42,11 @@
 //! [`serve_http`] serves the same handler over streamable HTTP on a TCP address: each client
 //! session gets its own [`TackleServer::for_connection`] handle, `tools/list_changed` reaches
 //! every open session, and the `Host` header is checked against loopback names unless the
-//! server is bound elsewhere. Ending a session with `DELETE` answers 204. Picking the address (loopback by default) is the host's job.
+//! server is bound elsewhere. [`HttpOptions`] guard it: a browser `Origin` must be loopback or
+//! allowed (403), an optional [`BearerToken`] is required on every request (401) and always
+//! when the address is not loopback, headers must arrive within [`HEADER_READ_TIMEOUT`], an idle
+//! connection is closed after [`IDLE_TIMEOUT`]. Ending a session with `DELETE` answers 204.
+//! Picking the address (loopback by default) is the host's job.
 //!
 //! The other direction is the client: [`connect`] starts an MCP server (a child process over
 //! stdio, or a streamable HTTP endpoint with configured headers), initializes it within a
@@ -78,7 +82,10 @@ pub use client::{
     nesting_depth, supervise,
 };
 pub use elicit::{ClientCalls, ElicitingApprover};
-pub use http::{HttpServing, serve_http};
+pub use http::{
+    BearerToken, HEADER_READ_TIMEOUT, HttpOptions, HttpServing, IDLE_TIMEOUT, MAX_CONNECTIONS,
+    serve_http,
+};
 pub use server::{
     PROGRESS_HEARTBEAT, ServeError, Serving, TackleServer, serve, serve_lines, serve_stdio,
 };

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use support::{EchoInput, EchoOutput, Empty, WAIT, call, texts};
 use tackle_core::{CallIdentity, Context, Tool, ToolFailure};
 use tackle_mcp::{
-    ConnectError, ConnectOptions, HttpServing, McpServerConfig, McpTransport, TackleServer,
-    connect, serve_http, supervise,
+    ConnectError, ConnectOptions, HttpOptions, HttpServing, McpServerConfig, McpTransport,
+    TackleServer, connect, serve_http, supervise,
 };
 use tackle_registry::{
     AllTools, Location, ModelErrorKind, Outcome, Registration, Settlement, SettlementConfig,
@@ -72,6 +72,7 @@ async fn serve(fixture: &Fixture) -> HttpServing {
     serve_http(
         loopback(),
         TackleServer::new(fixture.location.clone(), AllTools),
+        HttpOptions::default(),
     )
     .await
     .expect("serve on a free loopback port")
@@ -272,7 +273,9 @@ async fn supervise_reconnects_when_the_http_server_comes_back() {
     assert!(!failing.connected);
 
     let server = TackleServer::new(fixture.location.clone(), AllTools);
-    let serving = serve_http(addr, server.clone()).await.expect("serve");
+    let serving = serve_http(addr, server.clone(), HttpOptions::default())
+        .await
+        .expect("serve");
     let first = tokio::time::timeout(WAIT, supervisor.wait_for(|s| s.connected))
         .await
         .expect("the first connection");
@@ -284,7 +287,9 @@ async fn supervise_reconnects_when_the_http_server_comes_back() {
         .expect("the disconnection is noticed");
     assert!(remote.tools().names().is_empty());
 
-    let serving = serve_http(addr, server).await.expect("serve again");
+    let serving = serve_http(addr, server, HttpOptions::default())
+        .await
+        .expect("serve again");
     let second = tokio::time::timeout(
         WAIT,
         supervisor.wait_for(|s| s.connected && s.connections == 2),
@@ -398,9 +403,13 @@ async fn serving_on_a_busy_address_names_the_address() {
         .await
         .expect("bind");
     let addr = taken.local_addr().expect("address");
-    let error = serve_http(addr, TackleServer::new(fixture.location.clone(), AllTools))
-        .await
-        .expect_err("the address is taken");
+    let error = serve_http(
+        addr,
+        TackleServer::new(fixture.location.clone(), AllTools),
+        HttpOptions::default(),
+    )
+    .await
+    .expect_err("the address is taken");
     assert!(error.to_string().contains(&addr.to_string()), "{error}");
 }
 
@@ -508,7 +517,9 @@ async fn each_http_connection_is_its_own_session_which_ends_with_it() {
     let server = TackleServer::new(location, AllTools).with_session_end(move |session: &str| {
         let _ = ended_tx.send(session.to_owned());
     });
-    let serving = serve_http(loopback(), server).await.expect("serve");
+    let serving = serve_http(loopback(), server, HttpOptions::default())
+        .await
+        .expect("serve");
     let (first, _) = rmcp_client(&url(&serving)).await;
     let (second, _) = rmcp_client(&url(&serving)).await;
     let who = |result: rmcp::model::CallToolResult| result.structured_content.expect("structured");
@@ -541,7 +552,9 @@ async fn a_pinned_session_is_shared_and_never_ended() {
             let _ = ended_tx.send(session.to_owned());
         })
         .with_session("pinned");
-    let serving = serve_http(loopback(), server).await.expect("serve");
+    let serving = serve_http(loopback(), server, HttpOptions::default())
+        .await
+        .expect("serve");
     let (first, _) = rmcp_client(&url(&serving)).await;
     let (second, _) = rmcp_client(&url(&serving)).await;
     let a = call(first.peer(), "whoami", json!({})).await;
@@ -554,4 +567,60 @@ async fn a_pinned_session_is_shared_and_never_ended() {
     let _ = second.cancel().await;
     serving.shutdown().await;
     assert!(ended.try_recv().is_err(), "a pinned session was ended");
+}
+
+/// Writes `bytes` to a fresh connection and returns how long until the server closed it, or
+/// `None` when it stayed open for `limit`.
+async fn closed_within(addr: SocketAddr, bytes: &[u8], limit: Duration) -> Option<Duration> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(bytes).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut buffer = [0u8; 1024];
+    tokio::time::timeout(limit, async {
+        // Whatever comes back before the close is read and dropped.
+        while matches!(stream.read(&mut buffer).await, Ok(n) if n > 0) {}
+    })
+    .await
+    .ok()
+    .map(|()| started.elapsed())
+}
+
+#[tokio::test]
+async fn a_connection_that_stalls_mid_body_is_closed_after_the_idle_timeout() {
+    let fixture = fixture();
+    let options =
+        HttpOptions::default().with_timeouts(Duration::from_secs(10), Duration::from_millis(500));
+    let serving = serve_http(
+        loopback(),
+        TackleServer::new(fixture.location.clone(), AllTools),
+        options,
+    )
+    .await
+    .expect("serve");
+    let addr = serving.local_addr();
+    // Complete headers, then 5 of the 100 body bytes announced, then nothing.
+    let stalled = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"a\":"
+    );
+    let closed = closed_within(addr, stalled.as_bytes(), Duration::from_secs(5)).await;
+    let closed = closed.expect("a stalled connection was still open after 5 s");
+    assert!(closed >= Duration::from_millis(400), "{closed:?}");
+    // An open connection that never sends its headers is cut by the header timeout instead.
+    let options =
+        HttpOptions::default().with_timeouts(Duration::from_millis(500), Duration::from_secs(60));
+    let serving = serve_http(
+        loopback(),
+        TackleServer::new(fixture.location.clone(), AllTools),
+        options,
+    )
+    .await
+    .expect("serve");
+    let closed = closed_within(
+        serving.local_addr(),
+        b"POST /mcp HTTP/1.1\r\n",
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(closed.is_some(), "slow headers were still open after 5 s");
 }

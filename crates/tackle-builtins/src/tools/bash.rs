@@ -4,8 +4,9 @@
 //! stdin on `/dev/null`, in its own process group, with secrets removed from the environment and
 //! pagers and editors turned off (see [`run`] for the process and capture rules).
 //!
-//! Before anything runs, the command line is scanned ([`scan`]): paths outside the Location ask
-//! `external_directory`, then the commands found ask `bash`.
+//! Before anything runs, the command line is scanned ([`scan`]): paths outside the Location,
+//! named directly or reached through a symlink inside it ([`links`]), ask `external_directory`,
+//! then the commands found ask `bash`.
 //!
 //! A non-zero exit is data, not a failure: the output always ends with an `exit:` line. A
 //! timeout stops the whole process group and keeps the partial output. Output of any size is
@@ -29,6 +30,7 @@ use crate::gate::Ask;
 
 mod job_tools;
 pub mod jobs;
+mod links;
 mod procs;
 pub(crate) mod run;
 pub mod scan;
@@ -289,7 +291,24 @@ async fn bash(
 
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let found = scan::scan(&input.command, &cwd, env.fs().root(), home.as_deref());
-    for dir in &found.external_directories {
+    // Paths inside the root may lead out of it through symlinks: those ask too.
+    let root = env.fs().root().to_path_buf();
+    let within = found.paths_within.clone();
+    let through_links = tokio::task::spawn_blocking(move || links::escapes(&root, &within))
+        .await
+        .map_err(|_| {
+            ToolFailure::new(
+                "The paths of the command line could not be checked, so nothing was run.",
+            )
+            .with_hint("Call it again; if this repeats, run the command in smaller parts.")
+        })?;
+    let mut outside = found.external_directories.clone();
+    for pattern in through_links {
+        if !outside.contains(&pattern) {
+            outside.push(pattern);
+        }
+    }
+    for dir in &outside {
         let ask = Ask::new(Permission::EXTERNAL_DIRECTORY.as_str(), [dir.clone()])
             .with_always([dir.clone()])
             .with_metadata(json!({

@@ -10,14 +10,20 @@
 //!
 //! Threat model: the scan decides which permission prompts to show. It is not a sandbox. Aliases,
 //! `eval`, `sh -c "$x"`, scripts, interpreters and programs that write files themselves can do
-//! anything the user can, whatever the patterns say. Paths are judged lexically, without symlinks.
+//! anything the user can, whatever the patterns say. Paths are judged lexically here; the caller
+//! follows the symlinks of the paths found inside the root ([`Scan::paths_within`]).
 //!
-//! Paths: the arguments of file-touching commands (`cd`, `rm`, `cp`, `mv`, `mkdir`, `touch`,
-//! `chmod`, `chown`, `ln`, `tee`, `rmdir`, also behind `sudo` and similar wrappers) and the
-//! targets of writing redirects (`>`, `>>`, `2>`, `&>`, `>|`) resolve against the working
-//! directory. A path outside the root adds `<dir>/*`: the path's parent, or the directory itself
-//! for `cd` and for the part of a glob before its first wildcard component. `~`, `$HOME` and
-//! `$PWD` expand; arguments built from other variables or substitutions are skipped.
+//! Paths: a command's name is read as the shell reads it (`"cp"`, `\cp` and `/bin/cp` are `cp`),
+//! through wrappers and their options (`env`, `timeout`, `nice`, `nohup`, `time`, `exec`,
+//! `command`, `xargs`, `sudo`, …). The readers and writers in [`commands`] have grammars that say
+//! which options and operands are paths (`cp -t DIR`, `dd of=`, `tar -f`, `curl -o`, `wget -O`,
+//! `rsync`, `tee`, `sed -i`, `cat`, `head`, `source`, …); `sh -c` and `env -S` lines are scanned
+//! like the outer line, and absolute paths quoted in inline code (`python3 -c`) count. The
+//! targets of redirects (`>`, `>>`, `2>`, `&>`, `>|`, `<`) are paths too. Paths resolve against
+//! the working directory. A path outside the root adds `<dir>/*`: the path's parent, or the
+//! directory itself for `cd` and for the part of a glob before its first wildcard component.
+//! `~`, `$HOME` and `$PWD` expand; arguments built from other variables or substitutions are
+//! skipped.
 //!
 //! `cd` tracking is best effort: a `cd` changes the directory for the commands after it in the
 //! same shell, including after `||` and inside `if` bodies, but not outside a subshell,
@@ -31,7 +37,10 @@ use tackle_permission::{
 };
 use tree_sitter::{Node, Parser};
 
+use commands::{Arg, Grammar, Operands, Value};
+
 mod arity;
+mod commands;
 #[cfg(test)]
 mod tests;
 
@@ -53,6 +62,9 @@ pub struct Scan {
     pub commands: Vec<ScannedCommand>,
     /// `external_directory` patterns (`<dir>/*`) for paths outside the root, deduplicated.
     pub external_directories: Vec<String>,
+    /// The paths inside the root, judged lexically. The caller follows their symlinks, which
+    /// may lead out of the root.
+    pub paths_within: Vec<NamedPath>,
     /// True when the command line did not parse; then `bash_patterns` is the whole text.
     pub parse_failed: bool,
     /// The whole command line.
@@ -112,6 +124,7 @@ pub fn scan(command: &str, cwd: &Path, root: &Path, home: Option<&Path>) -> Scan
         home: home.map(|h| normalize_path(&h.to_string_lossy())),
         commands: Vec::new(),
         external: Vec::new(),
+        within: Vec::new(),
         failed: false,
     };
     let mut parser = Parser::new();
@@ -130,6 +143,7 @@ pub fn scan(command: &str, cwd: &Path, root: &Path, home: Option<&Path>) -> Scan
     Scan {
         commands: scanner.commands,
         external_directories: scanner.external,
+        paths_within: scanner.within,
         parse_failed: scanner.failed,
         source: command.to_owned(),
     }
@@ -137,11 +151,6 @@ pub fn scan(command: &str, cwd: &Path, root: &Path, home: Option<&Path>) -> Scan
 
 /// Commands that change the working directory.
 const CD_COMMANDS: &[&str] = &["cd", "pushd", "popd"];
-
-/// Commands whose arguments are paths they touch.
-const FILE_COMMANDS: &[&str] = &[
-    "cd", "pushd", "rm", "cp", "mv", "mkdir", "touch", "chmod", "chown", "ln", "tee", "rmdir",
-];
 
 /// Nodes kept verbatim when whitespace is collapsed.
 const ATOMIC: &[&str] = &[
@@ -159,12 +168,31 @@ const MAX_DEPTH: usize = 256;
 type Cwd = Option<String>;
 
 /// A path argument with its quotes removed and `~`, `$HOME` and `$PWD` expanded.
-#[derive(Default)]
+#[derive(Clone, Debug, Default)]
 struct Literal {
     /// The path.
     text: String,
     /// The byte offset of the first unquoted wildcard, if any.
     glob_at: Option<usize>,
+}
+
+impl Literal {
+    /// The part from byte `from` on: the value in `--output=/x` or `-o/x`.
+    fn tail(&self, from: usize) -> Self {
+        Self {
+            text: self.text.get(from..).unwrap_or_default().to_owned(),
+            glob_at: self.glob_at.and_then(|at| at.checked_sub(from)),
+        }
+    }
+}
+
+/// A path inside the root that the command line names, and what it is expected to be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedPath {
+    /// The absolute path, normalized lexically.
+    pub path: String,
+    /// A file, or a directory (`cd`, the fixed part of a glob).
+    pub kind: TargetKind,
 }
 
 /// The walk's state.
@@ -179,6 +207,8 @@ struct Scanner<'s> {
     commands: Vec<ScannedCommand>,
     /// External directory patterns found so far.
     external: Vec<String>,
+    /// Paths inside the root found so far.
+    within: Vec<NamedPath>,
     /// Whether the line failed to parse or nests too deeply.
     failed: bool,
 }
@@ -298,7 +328,9 @@ impl<'s> Scanner<'s> {
             text.push(' ');
             text.push_str(&self.normalized(*redirect));
         }
-        let first = token_refs.first().copied().unwrap_or("");
+        // The name as the shell reads it: `"cd"` and `\\cd` are `cd`.
+        let name = words.first().and_then(|w| self.literal(*w, cwd));
+        let first = name.as_ref().map_or("", |n| n.text.as_str());
         let is_cd = CD_COMMANDS.contains(&first);
         let mut redirects = redirected.map_or_else(Vec::new, |r| field_children(r, "redirect"));
         redirects.extend_from_slice(extra);
@@ -311,19 +343,11 @@ impl<'s> Scanner<'s> {
         // Substitutions in assignments and arguments run before the command.
         self.nested(node, cwd, depth);
 
-        let mut skip = 0;
-        while skip + 1 < token_refs.len()
-            && arity::is_wrapper(token_refs[skip])
-            && !token_refs[skip + 1].starts_with('-')
-        {
-            skip += 1;
-        }
         if is_cd {
             self.change_dir(first, &words[1..], cwd);
-        } else if let Some(name) = token_refs.get(skip)
-            && FILE_COMMANDS.contains(name)
-        {
-            self.file_arguments(name, &words[skip + 1..], cwd);
+        } else {
+            let args: Vec<Arg> = words.iter().map(|w| self.literal(*w, cwd)).collect();
+            self.check_command(&args, cwd, depth);
         }
     }
 
@@ -419,45 +443,228 @@ impl<'s> Scanner<'s> {
         };
     }
 
-    /// Checks the path arguments of a file-touching command, skipping options and, for
-    /// `chmod` and `chown`, the mode or owner.
-    fn file_arguments(&mut self, name: &str, args: &[Node<'_>], cwd: &Cwd) {
-        let kind = match name {
-            "cd" | "pushd" => TargetKind::Directory,
-            _ => TargetKind::File,
-        };
-        let literals: Vec<Option<Literal>> = args.iter().map(|a| self.literal(*a, cwd)).collect();
-        let mut skip_first = matches!(name, "chmod" | "chown")
-            && !literals
-                .iter()
-                .flatten()
-                .any(|l| l.text.starts_with("--reference"));
-        let mut options_done = false;
-        for literal in literals {
-            // Dynamic arguments cannot be judged.
-            let Some(literal) = literal else {
-                skip_first = false;
-                continue;
-            };
-            if !options_done && literal.text == "--" {
-                options_done = true;
+    /// Checks the paths a command touches, looking through wrappers (`env`, `timeout`, `sudo`,
+    /// …) to the command they run, into the command lines of `sh -c` and `env -S`, and into the
+    /// quoted absolute paths of inline code (`python3 -c`).
+    fn check_command(&mut self, args: &[Arg], cwd: &Cwd, depth: usize) {
+        let mut at = 0;
+        // Each round moves past at least one argument, so this ends.
+        while let Some(Some(name)) = args.get(at) {
+            if name.glob_at.is_some() {
+                return;
+            }
+            let name = commands::base(&name.text);
+            let rest = &args[at + 1..];
+            if let Some(wrapper) = commands::wrapper(name) {
+                let parsed = commands::parse(rest, wrapper.short, wrapper.long, true);
+                self.check_values(&parsed.values, cwd, depth);
+                if name == "sudo" && parsed.given.iter().any(|g| g == "e" || g == "edit") {
+                    self.check_operands(rest, &parsed.operands, TargetKind::File, cwd);
+                    return;
+                }
+                let next = parsed
+                    .operands
+                    .iter()
+                    .skip(wrapper.lead)
+                    .find(|&&i| !(wrapper.assignments && is_assignment(&rest[i])));
+                match next {
+                    Some(&next) => at += 1 + next,
+                    None => return,
+                }
                 continue;
             }
-            if literal.text == "-" || (!options_done && literal.text.starts_with('-')) {
-                continue;
+            if commands::SHELLS.contains(&name) {
+                let parsed = commands::parse(rest, commands::SHELL_SHORT, &[], true);
+                let first = parsed.operands.first().and_then(|&i| rest[i].as_ref());
+                match first {
+                    Some(line) if parsed.given.iter().any(|g| g == "c") => {
+                        self.inline_shell(&line.text, cwd, depth);
+                    }
+                    // `sh script.sh`: the script is read.
+                    Some(script) => self.check_path(script, TargetKind::File, cwd),
+                    None => {}
+                }
+                return;
             }
-            if skip_first {
-                skip_first = false;
-                continue;
+            if let Some(grammar) = commands::grammar(commands::INTERPRETERS, name) {
+                let parsed = commands::parse(rest, grammar.short, grammar.long, true);
+                self.check_values(&parsed.values, cwd, depth);
+                return;
             }
-            self.check_path(&literal, kind, cwd);
+            if name == "sudoedit" {
+                let parsed = commands::parse(rest, &[], &[], false);
+                self.check_operands(rest, &parsed.operands, TargetKind::File, cwd);
+                return;
+            }
+            if let Some(grammar) = commands::grammar(commands::FILE_COMMANDS, name) {
+                self.file_arguments(name, grammar, rest, cwd, depth);
+            }
+            return;
         }
     }
 
-    /// Checks the target of a writing redirect.
+    /// Checks the paths among the arguments of a reader or writer, by its grammar.
+    fn file_arguments(
+        &mut self,
+        name: &str,
+        grammar: &Grammar,
+        args: &[Arg],
+        cwd: &Cwd,
+        depth: usize,
+    ) {
+        if grammar.operands == Operands::Assignments {
+            for literal in args.iter().flatten() {
+                if literal.text.starts_with("if=") || literal.text.starts_with("of=") {
+                    self.check_path(&literal.tail(3), TargetKind::File, cwd);
+                }
+            }
+            return;
+        }
+        let mut args = args.to_vec();
+        if let Some(Some(first)) = args.first_mut() {
+            // `tar cf out.tar dir`: the first argument is a cluster without its dash.
+            let old_tar = name.ends_with("tar")
+                && first.text.chars().all(|c| c.is_ascii_alphabetic())
+                && !first.text.is_empty();
+            // `chmod -x file`: a mode, not an option.
+            let negative_mode = name == "chmod"
+                && first.text.len() > 1
+                && first.text[1..].chars().all(|c| "rwxXst".contains(c));
+            if old_tar {
+                first.text.insert(0, '-');
+            } else if negative_mode {
+                first.text.replace_range(..1, "=");
+            }
+        }
+        let parsed = commands::parse(&args, grammar.short, grammar.long, false);
+        self.check_values(&parsed.values, cwd, depth);
+        let operands: &[usize] = match grammar.operands {
+            Operands::AfterFirst => {
+                let first_is_path = parsed.given.iter().any(|g| {
+                    matches!(
+                        (name, g.as_str()),
+                        ("chmod" | "chown" | "chgrp", "reference")
+                            | ("sed", "e" | "f" | "expression" | "file")
+                    )
+                });
+                if first_is_path {
+                    &parsed.operands
+                } else {
+                    parsed.operands.get(1..).unwrap_or_default()
+                }
+            }
+            Operands::FirstOnly => parsed.operands.get(..1).unwrap_or(&parsed.operands),
+            Operands::NotPaths | Operands::Assignments => &[],
+            Operands::Files | Operands::Dirs | Operands::Remote => &parsed.operands,
+        };
+        let operands: Vec<usize> = if grammar.operands == Operands::Remote {
+            operands
+                .iter()
+                .copied()
+                .filter(|&i| args[i].as_ref().is_none_or(|l| !is_remote(&l.text)))
+                .collect()
+        } else {
+            operands.to_vec()
+        };
+        let kind = if grammar.operands == Operands::Dirs {
+            TargetKind::Directory
+        } else {
+            TargetKind::File
+        };
+        self.check_operands(&args, &operands, kind, cwd);
+    }
+
+    /// Checks the operands at `positions` as paths of `kind`; run-time values and `-` are skipped.
+    fn check_operands(&mut self, args: &[Arg], positions: &[usize], kind: TargetKind, cwd: &Cwd) {
+        for &at in positions {
+            if let Some(Some(literal)) = args.get(at)
+                && literal.text != "-"
+            {
+                self.check_path(literal, kind, cwd);
+            }
+        }
+    }
+
+    /// Checks option values that are paths, or that hold paths or command lines.
+    fn check_values(&mut self, values: &[(Value, Literal)], cwd: &Cwd, depth: usize) {
+        for (kind, literal) in values {
+            match kind {
+                Value::File => self.check_path(literal, TargetKind::File, cwd),
+                Value::Dir => self.check_path(literal, TargetKind::Directory, cwd),
+                // `-d @file`; `@-` is stdin.
+                Value::At => {
+                    if literal.text.starts_with('@') && literal.text != "@-" {
+                        self.check_path(&literal.tail(1), TargetKind::File, cwd);
+                    }
+                }
+                // `-F name=@file;type=text/plain` or `name=<file`.
+                Value::Form => {
+                    if let Some(at) = literal.text.find("=@").or_else(|| literal.text.find("=<")) {
+                        let mut path = literal.tail(at + 2);
+                        if let Some(end) = path.text.find(';') {
+                            path.text.truncate(end);
+                        }
+                        if path.text != "-" {
+                            self.check_path(&path, TargetKind::File, cwd);
+                        }
+                    }
+                }
+                Value::Code => {
+                    for path in commands::quoted_paths(&literal.text) {
+                        let text = match path.strip_prefix('~') {
+                            Some(rest) => match &self.home {
+                                Some(home) => format!("{home}{rest}"),
+                                None => continue,
+                            },
+                            None => path,
+                        };
+                        let literal = Literal {
+                            text,
+                            glob_at: None,
+                        };
+                        self.check_path(&literal, TargetKind::File, cwd);
+                    }
+                }
+                Value::Shell => self.inline_shell(&literal.text, cwd, depth),
+                Value::Other | Value::Attached => {}
+            }
+        }
+    }
+
+    /// Scans a command line given as an argument (`sh -c '…'`, `env -S '…'`) like the outer
+    /// one: its commands ask `bash` too, and its paths count, from the same directory.
+    fn inline_shell(&mut self, line: &str, cwd: &Cwd, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.failed = true;
+            return;
+        }
+        let mut parser = Parser::new();
+        let Some(tree) = parser
+            .set_language(&tree_sitter_bash::LANGUAGE.into())
+            .ok()
+            .and_then(|()| parser.parse(line, None))
+        else {
+            return;
+        };
+        let mut inner = Scanner {
+            src: line,
+            root: self.root.clone(),
+            home: self.home.clone(),
+            commands: Vec::new(),
+            external: std::mem::take(&mut self.external),
+            within: std::mem::take(&mut self.within),
+            failed: false,
+        };
+        inner.walk(tree.root_node(), &mut cwd.clone(), &[], depth + 1);
+        self.commands.extend(inner.commands);
+        self.external = inner.external;
+        self.within = inner.within;
+    }
+
+    /// Checks the target of a redirect that writes or reads a file.
     fn redirect_target(&mut self, redirect: Node<'_>, cwd: &Cwd) {
         match redirect.kind() {
-            "file_redirect" if self.writes_file(redirect) => {
+            "file_redirect" if self.writes_file(redirect) || reads_file(redirect) => {
                 for target in field_children(redirect, "destination") {
                     if let Some(literal) = self.literal(target, cwd)
                         && !is_device(&literal.text)
@@ -496,8 +703,12 @@ impl<'s> Scanner<'s> {
         }
     }
 
-    /// Adds the external directory pattern for a path outside the root.
+    /// Adds the external directory pattern for a path outside the root, or records a path
+    /// inside it. Devices (`/dev/null`, `/dev/urandom`) are not files to guard.
     fn check_path(&mut self, literal: &Literal, kind: TargetKind, cwd: &Cwd) {
+        if is_device(&literal.text) {
+            return;
+        }
         let (path, kind) = match literal.glob_at {
             Some(at) => {
                 let prefix = &literal.text[..at];
@@ -513,7 +724,15 @@ impl<'s> Scanner<'s> {
         let Some(absolute) = resolve(cwd, path) else {
             return;
         };
-        if !is_within(&self.root, &absolute) {
+        if is_within(&self.root, &absolute) {
+            let named = NamedPath {
+                path: absolute,
+                kind,
+            };
+            if !self.within.contains(&named) {
+                self.within.push(named);
+            }
+        } else {
             let pattern = external_directory_pattern(&absolute, kind);
             if !self.external.contains(&pattern) {
                 self.external.push(pattern);
@@ -564,6 +783,11 @@ impl<'s> Scanner<'s> {
                 }
             }
             "number" => out.text.push_str(text),
+            "command_name" => {
+                for child in named_children(node) {
+                    self.append_literal(child, cwd, out, first)?;
+                }
+            }
             "raw_string" => {
                 out.text
                     .push_str(text.strip_prefix('\'')?.strip_suffix('\'')?);
@@ -682,11 +906,42 @@ fn resolve(cwd: &Cwd, path: &str) -> Option<String> {
     }
 }
 
+/// True when a redirect reads a file: `< file`, not a descriptor copy (`<&3`).
+fn reads_file(redirect: Node<'_>) -> bool {
+    all_children(redirect)
+        .iter()
+        .any(|c| !c.is_named() && c.kind() == "<")
+}
+
+/// True for a `NAME=VALUE` argument, as `env` reads its operands.
+fn is_assignment(arg: &Arg) -> bool {
+    arg.as_ref().is_some_and(|literal| {
+        literal.text.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    })
+}
+
+/// True for a remote `rsync` or `scp` operand: `host:path`, `user@host:path`, `rsync://…`.
+fn is_remote(text: &str) -> bool {
+    match text.split_once(':') {
+        Some((host, _)) => !host.is_empty() && !host.contains('/'),
+        None => false,
+    }
+}
+
 /// True for the devices redirects commonly name, which are not files to guard.
 fn is_device(path: &str) -> bool {
     matches!(
         path,
-        "/dev/null" | "/dev/stdin" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
+        "/dev/null"
+            | "/dev/stdin"
+            | "/dev/stdout"
+            | "/dev/stderr"
+            | "/dev/tty"
+            | "/dev/zero"
+            | "/dev/random"
+            | "/dev/urandom"
     ) || path.starts_with("/dev/fd/")
 }
 
