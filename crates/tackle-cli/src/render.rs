@@ -133,7 +133,7 @@ mod timestamp_tests {
         assert_eq!(super::timestamp(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(
             super::timestamp(1_795_693_478_000),
-            "2026-11-26 19:31:18 UTC"
+            "2026-11-26 11:44:38 UTC"
         );
         assert_eq!(super::timestamp(951_782_400_000), "2000-02-29 00:00:00 UTC");
     }
