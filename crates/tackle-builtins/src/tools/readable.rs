@@ -43,3 +43,6 @@ impl Readable {
             .is_some_and(|name| self.judgment.allows(&read_ask(&name)))
     }
 }
+
+#[cfg(test)]
+mod tests;
