@@ -263,8 +263,7 @@ impl LocationFs {
         };
 
         let canonical_str = slashed(&canonical);
-        // Containment is judged on the real path, so `..` and symlinks cannot hide an escape.
-        let relative = resolve_in_location(&self.inner.root_str, &canonical_str).relative_to_root;
+        let relative = self.relative_of_real(&canonical_str);
         let external_directory = relative.is_none().then(|| {
             let kind = if is_dir {
                 TargetKind::Directory
@@ -279,6 +278,25 @@ impl LocationFs {
             external_directory,
             exists,
         })
+    }
+
+    /// The Location-relative name of the real path `canonical_str` (with `/`), or `None` when it
+    /// lies outside. Containment is judged on the real path, so `..` and symlinks cannot hide
+    /// an escape.
+    fn relative_of_real(&self, canonical_str: &str) -> Option<String> {
+        resolve_in_location(&self.inner.root_str, canonical_str).relative_to_root
+    }
+
+    /// The name the file tools show and ask permissions on for the existing `path` (a path a
+    /// walk or a language server found): that of its real location, as [`resolve`](Self::resolve)
+    /// gives it in [`Resolved::display_name`]. `None` when it cannot be resolved. Blocking.
+    pub fn real_name_blocking(&self, path: &Path) -> Option<String> {
+        let canonical = std::fs::canonicalize(path).ok()?;
+        let canonical_str = slashed(&canonical);
+        Some(
+            self.relative_of_real(&canonical_str)
+                .unwrap_or(canonical_str),
+        )
     }
 
     /// When `given` names a symlink, the link itself (not followed): its own location, judged

@@ -15,7 +15,8 @@ use tackle_core::names::Permission;
 use serde_json::Value;
 use tackle_core::{AgentId, Context, ToolFailure};
 use tackle_permission::{
-    PermissionError, PermissionRequest, PermissionService, Ruleset, configured_denial,
+    Judgment, PermissionError, PermissionRequest, PermissionService, Ruleset, Standing,
+    configured_denial,
 };
 
 use crate::fs::Resolved;
@@ -153,6 +154,35 @@ impl Gate {
             Some(denied) => Err(refusal(denied)),
             None => Ok(()),
         }
+    }
+}
+
+/// What the gate would answer without asking, for the rules of one call; see [`Gate::judgment`].
+#[derive(Clone, Debug)]
+pub struct GateJudgment(Option<Judgment>);
+
+impl GateJudgment {
+    /// Whether `ask` would be allowed at once: no rule denies any of its patterns and nobody
+    /// would be asked.
+    pub fn allows(&self, ask: &Ask) -> bool {
+        self.0.as_ref().is_none_or(|judgment| {
+            ask.patterns
+                .iter()
+                .all(|pattern| judgment.standing(&ask.permission, pattern) == Standing::Allowed)
+        })
+    }
+}
+
+impl Gate {
+    /// The rules of the call in `cx` and the approvals saved so far, to decide many questions
+    /// the way [`Gate::ask`] would, without asking anyone. Tools that show the content of many
+    /// files leave out those whose `read` would not be allowed at once.
+    pub fn judgment(&self, cx: &Context) -> GateJudgment {
+        GateJudgment(
+            self.inner
+                .as_ref()
+                .map(|inner| inner.service.judgment(&(inner.rules)(cx.agent()))),
+        )
     }
 }
 

@@ -59,6 +59,8 @@ mod lsp;
 mod question;
 #[cfg(feature = "fs")]
 mod read;
+#[cfg(any(feature = "fs", feature = "search", feature = "lsp"))]
+mod readable;
 #[cfg(feature = "agent")]
 mod skill;
 #[cfg(feature = "agent")]

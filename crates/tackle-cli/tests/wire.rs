@@ -189,6 +189,35 @@ fn an_oversized_message_without_a_readable_id_closes_the_connection() {
     assert!(stderr.contains("closing the connection"), "{stderr}");
 }
 
+/// A `tools/call` of `read` whose `filePath` is `depth` nested arrays.
+fn nested_call(id: i64, depth: usize) -> Vec<u8> {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"read","arguments":{{"filePath":{}{}}}}}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    )
+    .into_bytes()
+    .into_iter()
+    .chain([b'\n'])
+    .collect()
+}
+
+#[test]
+fn a_request_nested_100000_deep_gets_an_error_for_its_id_and_the_connection_goes_on() {
+    let mut raw = Raw::start("error");
+    raw.send_bytes(&nested_call(51, 100_000));
+    let answer = raw.answer(51);
+    assert_eq!(answer["error"]["code"], json!(-32600), "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("more than 128 levels deep"), "{message}");
+    // Just within the limit, the call reaches the tool and is refused as a bad argument.
+    raw.send_bytes(&nested_call(52, 120));
+    let answer = raw.answer(52);
+    assert_eq!(answer["result"]["isError"], json!(true), "{answer}");
+    raw.send(&json!({"jsonrpc": "2.0", "id": 53, "method": "tools/list"}));
+    assert!(raw.answer(53)["result"]["tools"].is_array());
+}
+
 #[test]
 fn tools_call_with_missing_or_malformed_params_is_invalid_params() {
     let mut raw = Raw::start("error");

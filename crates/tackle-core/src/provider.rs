@@ -521,12 +521,30 @@ pub(crate) fn is_object_schema(schema: &Value) -> bool {
 // ---------------------------------------------------------------------------------------------
 // All providers: inlining.
 
+/// How deep an inlined schema may nest, in keywords and indices.
+const MAX_INLINED_DEPTH: usize = 256;
+
+/// How many `$ref`s one schema may inline: references that each use another twice double the
+/// schema per level.
+const MAX_INLINED_REFS: usize = 10_000;
+
+/// The references being inlined, innermost last, and how many were inlined so far.
+struct Refs {
+    stack: Vec<String>,
+    inlined: usize,
+}
+
 /// `schema` with every local `$ref` inlined and the top-level metadata (`$schema`, `$id`,
-/// `$comment`, `title`, `$defs`, `definitions`) dropped. A recursive reference is an error.
+/// `$comment`, `title`, `$defs`, `definitions`) dropped. A recursive reference is an error, and
+/// so is a result nested deeper than [`MAX_INLINED_DEPTH`] or needing more than
+/// [`MAX_INLINED_REFS`] references: a schema from an MCP server is untrusted input.
 pub(crate) fn inline_refs(schema: &Value) -> Lower<Value> {
     let mut out = schema.clone();
-    let mut stack = vec!["#".to_owned()];
-    inline(schema, &mut out, &mut stack, &mut Vec::new())?;
+    let mut refs = Refs {
+        stack: vec!["#".to_owned()],
+        inlined: 0,
+    };
+    inline(schema, &mut out, &mut refs, &mut Vec::new())?;
     if let Value::Object(map) = &mut out {
         for keyword in ["$schema", "$id", "$comment", "title"] {
             map.remove(keyword);
@@ -535,21 +553,34 @@ pub(crate) fn inline_refs(schema: &Value) -> Lower<Value> {
     Ok(out)
 }
 
-fn inline(root: &Value, node: &mut Value, stack: &mut Vec<String>, path: &mut Path) -> Lower {
+fn inline(root: &Value, node: &mut Value, refs: &mut Refs, path: &mut Path) -> Lower {
     let Value::Object(map) = node else {
         return Ok(());
     };
+    if path.len() > MAX_INLINED_DEPTH {
+        return Err(incompat(
+            path,
+            format!("the schema nests more than {MAX_INLINED_DEPTH} levels deep"),
+        ));
+    }
     map.remove("$defs");
     map.remove("definitions");
     let Some(reference) = map.remove("$ref") else {
         return visit_subschemas(map, path, &mut |child, path| {
-            inline(root, child, stack, path)
+            inline(root, child, refs, path)
         });
     };
     let Some(reference) = reference.as_str().map(str::to_owned) else {
         return Err(incompat(path, "`$ref` is not a string"));
     };
-    if stack.contains(&reference) {
+    refs.inlined += 1;
+    if refs.inlined > MAX_INLINED_REFS {
+        return Err(incompat(
+            path,
+            format!("the schema needs more than {MAX_INLINED_REFS} `$ref`s inlined"),
+        ));
+    }
+    if refs.stack.contains(&reference) {
         return Err(incompat(
             path,
             format!("recursive type: `{reference}` refers to itself and cannot be inlined"),
@@ -560,12 +591,12 @@ fn inline(root: &Value, node: &mut Value, stack: &mut Vec<String>, path: &mut Pa
         .and_then(|pointer| root.pointer(pointer))
         .ok_or_else(|| incompat(path, format!("cannot resolve `$ref` `{reference}`")))?;
     let mut target = target.clone();
-    stack.push(reference);
-    let inlined = inline(root, &mut target, stack, path);
-    stack.pop();
+    refs.stack.push(reference);
+    let inlined = inline(root, &mut target, refs, path);
+    refs.stack.pop();
     inlined?;
     visit_subschemas(map, path, &mut |child, path| {
-        inline(root, child, stack, path)
+        inline(root, child, refs, path)
     })?;
     let siblings = std::mem::take(map);
     *node = match target {

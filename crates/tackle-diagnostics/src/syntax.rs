@@ -184,8 +184,34 @@ fn located_errors<'a>(path: &Path, text: &'a str, limit: usize) -> Option<Vec<Lo
     Some(collect_errors(&tree, text, limit))
 }
 
+/// The stack of a parse thread: this much, plus [`PARSE_STACK_PER_BYTE`] per byte parsed.
+const PARSE_STACK_BASE: usize = 16 * 1024 * 1024;
+
+/// tree-sitter frees its parse stack recursively, one frame per stack entry, and an unclosed
+/// nesting leaves one entry per token: 4 MiB of `{a:` in JavaScript needed between 128 and
+/// 256 MiB. A token takes at least a byte, so twice that per byte is always enough. The memory
+/// is reserved, and only what the parse touches is used.
+const PARSE_STACK_PER_BYTE: usize = 128;
+
 /// The tree for `text`, or `None` if the grammar cannot be loaded or the parse did not finish.
+///
+/// The parse runs on a thread of its own with a stack sized for `text`, so no file can
+/// overflow it.
 fn parse(grammar: Grammar, text: &str) -> Option<Tree> {
+    let stack = PARSE_STACK_BASE + PARSE_STACK_PER_BYTE * text.len();
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("tackle-syntax".to_owned())
+            .stack_size(stack)
+            .spawn_scoped(scope, || parse_here(grammar, text))
+            .ok()?
+            .join()
+            .ok()?
+    })
+}
+
+/// [`parse`] on the current thread; the parser, and its stack, are dropped here too.
+fn parse_here(grammar: Grammar, text: &str) -> Option<Tree> {
     let mut parser = Parser::new();
     // A grammar built for an incompatible tree-sitter is skipped rather than trusted.
     parser.set_language(&grammar.language()).ok()?;

@@ -284,6 +284,54 @@ mod tests {
         assert_eq!(recorder.0.lock()[0].0, "window/logMessage");
     }
 
+    fn deep() -> bool {
+        std::env::var_os("TACKLE_DEEP").is_some()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(if deep() { 64 } else { 4 }))]
+
+        /// A server that answers with JSON nested past serde_json's limit costs that request its
+        /// answer, never the client: the next answer is read.
+        #[test]
+        fn a_deeply_nested_answer_is_dropped_and_the_connection_goes_on(
+            depth in 129usize..if deep() { 2_000_000 } else { 200_000 },
+            array in proptest::prelude::any::<bool>(),
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async {
+                let (connection, _, mut from_client, mut to_client) = pair();
+                let connection = Arc::new(connection);
+                let first = tokio::spawn({
+                    let connection = connection.clone();
+                    async move { connection.request("a", json!({}), Duration::from_millis(300)).await }
+                });
+                let request = next(&mut from_client).await;
+                let (open, close) = if array { ("[", "]") } else { (r#"{"k":"#, "}") };
+                let deep = format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"result":{}1{}}}"#,
+                    request["id"],
+                    open.repeat(depth),
+                    close.repeat(depth)
+                );
+                write_frame(&mut to_client, deep.as_bytes()).await.unwrap();
+                let error = first.await.unwrap().unwrap_err();
+                assert!(matches!(error, RpcError::TimedOut { .. }), "{error:?}");
+                let second = tokio::spawn({
+                    let connection = connection.clone();
+                    async move { connection.request("b", json!({}), Duration::from_secs(5)).await }
+                });
+                let mut request = next(&mut from_client).await;
+                while request["method"] != "b" {
+                    request = next(&mut from_client).await;
+                }
+                let reply = json!({"jsonrpc":"2.0","id":request["id"],"result":7});
+                write_frame(&mut to_client, &encode(&reply)).await.unwrap();
+                assert_eq!(second.await.unwrap().unwrap(), json!(7));
+            });
+        }
+    }
+
     #[tokio::test]
     async fn an_unanswered_request_times_out_and_is_cancelled() {
         let (connection, _, mut from_client, _to_client) = pair();

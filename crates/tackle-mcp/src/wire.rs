@@ -161,6 +161,10 @@ where
         let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
         match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
             Ok(message) => self.admit(message),
+            Err(error) if is_too_deep(&error) => {
+                self.refuse_too_deep(line);
+                None
+            }
             Err(error) if error.is_syntax() || error.is_eof() => {
                 tracing::debug!("ignoring a line that is not JSON: {error}");
                 None
@@ -205,6 +209,27 @@ where
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
         }
         Some(message)
+    }
+
+    /// Answers a request nested deeper than JSON is read, for the id at its start; a message
+    /// without one (a notification, or an id after the nesting) is dropped, as nobody waits.
+    fn refuse_too_deep(&self, line: &[u8]) {
+        let head = scan_head(line);
+        let (Some(_), Some(id)) = (head.method, head.id) else {
+            tracing::warn!("ignoring a message nested deeper than {MAX_JSON_DEPTH} levels");
+            return;
+        };
+        tracing::warn!("refusing request {id}: nested deeper than {MAX_JSON_DEPTH} levels");
+        self.answer(JsonRpcMessage::error(
+            ErrorData::invalid_request(
+                format!(
+                    "The message nests arrays or objects more than {MAX_JSON_DEPTH} levels \
+                     deep, the most tackle reads, so it was not run. Send flatter arguments."
+                ),
+                None,
+            ),
+            Some(id),
+        ));
     }
 
     /// Answers a JSON message that is not a valid MCP message, for its id when it has one.
@@ -342,6 +367,15 @@ async fn write_line<W: AsyncWrite + Unpin>(
     };
     writer.write_all(&bytes).await?;
     writer.flush().await
+}
+
+/// How deep serde_json reads nested arrays and objects; deeper input is an error, never a
+/// deeper stack.
+const MAX_JSON_DEPTH: usize = 128;
+
+/// Whether `error` is serde_json refusing input nested past [`MAX_JSON_DEPTH`].
+fn is_too_deep(error: &serde_json::Error) -> bool {
+    error.is_syntax() && error.to_string().starts_with("recursion limit exceeded")
 }
 
 /// `line` without its `\n` or `\r\n`.

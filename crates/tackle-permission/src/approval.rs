@@ -539,11 +539,20 @@ pub fn configured_denial(
 
 /// Configured denies first, then configured rules followed by saved approvals.
 fn decide(configured: &Ruleset, approved: &Ruleset, request: &PermissionRequest) -> Verdict {
-    let permission = request.permission.as_str();
-    if let Some(denied) = configured_denial(configured, permission, &request.patterns) {
+    decide_on(configured, approved, &request.permission, &request.patterns)
+}
+
+/// [`decide`] for `permission` on `patterns`.
+fn decide_on(
+    configured: &Ruleset,
+    approved: &Ruleset,
+    permission: &str,
+    patterns: &[String],
+) -> Verdict {
+    if let Some(denied) = configured_denial(configured, permission, patterns) {
         return Verdict::Deny(denied);
     }
-    let all_allowed = request.patterns.iter().all(|resource| {
+    let all_allowed = patterns.iter().all(|resource| {
         // Saved approvals come last, so any that matches decides; else the configured rules do.
         let saved = approved.explain(permission, resource);
         let action = match saved.rule {
@@ -559,7 +568,48 @@ fn decide(configured: &Ruleset, approved: &Ruleset, request: &PermissionRequest)
     }
 }
 
+/// What a request would get without anyone being asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// The rules or a saved approval allow it; it would run at once.
+    Allowed,
+    /// It would ask a person.
+    WouldAsk,
+    /// A configured rule denies it.
+    Denied,
+}
+
+/// The rules of one agent and the approvals saved when it was taken, to decide many requests
+/// without asking (a search that leaves out what `read` would not show at once). It decides
+/// exactly as [`PermissionService::ask`] does before it asks.
+#[derive(Clone, Debug)]
+pub struct Judgment {
+    configured: Ruleset,
+    approved: Ruleset,
+}
+
+impl Judgment {
+    /// What asking `permission` on `resource` would get now, without asking anyone.
+    pub fn standing(&self, permission: &str, resource: &str) -> Standing {
+        let resources = [resource.to_owned()];
+        match decide_on(&self.configured, &self.approved, permission, &resources) {
+            Verdict::Allow => Standing::Allowed,
+            Verdict::Ask => Standing::WouldAsk,
+            Verdict::Deny(_) => Standing::Denied,
+        }
+    }
+}
+
 impl PermissionService {
+    /// A [`Judgment`] under `ruleset` (the configured rules of the asking agent) and the
+    /// approvals saved so far.
+    pub fn judgment(&self, ruleset: &Ruleset) -> Judgment {
+        Judgment {
+            configured: ruleset.clone(),
+            approved: self.lock().approved.clone(),
+        }
+    }
+
     /// A service for `project`, loading the approvals saved for it.
     pub fn new(
         project: impl Into<String>,

@@ -21,6 +21,7 @@ use serde_json::json;
 use tackle_core::thousands;
 use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
 
+use super::readable::Readable;
 use super::{ToolEnv, failure};
 use crate::gate::Ask;
 
@@ -41,7 +42,8 @@ out to search the working directory.\n\
 - include limits the search to files whose name or relative path matches a glob, such as \
 `*.rs` or `*.{ts,tsx}`.\n\
 - .gitignore and .ignore are respected, hidden files are searched, .git and binary files are \
-skipped. A directory you name in path is searched even when it is ignored.\n\
+skipped, and so are files you may not read without asking (such as .env files). A directory you \
+name in path is searched even when it is ignored.\n\
 - Results list each file, newest first, with its matching lines as `Line N: text`. At most 100 \
 lines are shown; the header gives the true total. Lines longer than 2,000 characters are cut.\n\
 - Use glob to find files by name, and read to see a file around a match.";
@@ -149,6 +151,7 @@ async fn grep(
         matcher,
         include,
         limit: LIMIT,
+        readable: Readable::new(env, cx),
     };
     let cancel = cx.cancellation().clone();
     let found =
@@ -240,6 +243,19 @@ fn render(root: &Path, found: &Found) -> String {
                 "entries"
             },
             if found.unreadable == 1 { "is" } else { "are" }
+        ));
+    }
+    if found.withheld > 0 {
+        notes.push(format!(
+            "{} {} not searched because your permission rules deny reading {} or ask first; \
+             use `read` on a file to ask for it.",
+            thousands(found.withheld),
+            if found.withheld == 1 {
+                "file was"
+            } else {
+                "files were"
+            },
+            if found.withheld == 1 { "it" } else { "them" }
         ));
     }
     if found.outside_links > 0 {

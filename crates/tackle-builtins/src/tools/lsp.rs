@@ -7,10 +7,11 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tackle_core::names::Permission;
-use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, State, Tool, ToolFailure, thousands};
 use tackle_lsp::LspManager;
 use tackle_lsp::query::{Answer, Operation, Place};
 
+use super::readable::{Readable, read_ask};
 use super::{ToolEnv, failure};
 use crate::gate::Ask;
 
@@ -113,6 +114,8 @@ async fn lsp(
     env.gate
         .ask(&cx, Ask::new(Permission::LSP.as_str(), [name.clone()]))
         .await?;
+    // The answer shows the file's own lines, so its read rules apply as `read`'s do.
+    env.gate.ask(&cx, read_ask(&name)).await?;
     if !target.exists || !target.path.is_file() {
         return Err(ToolFailure::new(format!("File not found: `{name}`."))
             .with_hint("Check the path with glob or list."));
@@ -148,6 +151,7 @@ async fn lsp(
         )
         .await
         .map_err(failure)?;
+    let (answer, withheld) = readable_only(Readable::new(&env, &cx), answer).await;
     let root = env.fs().root().to_path_buf();
     let shown = |path: &Path| {
         path.strip_prefix(&root)
@@ -176,12 +180,54 @@ async fn lsp(
             symbols.len(),
         ),
     };
-    let output = if lines.is_empty() {
+    let mut output = if lines.is_empty() {
         format!("No results found for {}.", operation_name(input.operation))
     } else {
         lines.join("\n")
     };
+    if withheld > 0 {
+        output.push_str(&format!(
+            "\n\n({} {} in files your permission rules do not let you read without asking {} \
+             left out; use `read` on a file to ask for it.)",
+            thousands(withheld),
+            if withheld == 1 { "result" } else { "results" },
+            if withheld == 1 { "was" } else { "were" }
+        ));
+    }
     Ok(LspOutput { output, results })
+}
+
+/// `answer` without the places and symbols in files whose `read` would not be allowed at once,
+/// and how many were left out.
+async fn readable_only(readable: Readable, answer: Answer) -> (Answer, usize) {
+    let judged = tokio::task::spawn_blocking(move || match answer {
+        Answer::Places(places) => {
+            let before = places.len();
+            let kept: Vec<Place> = places
+                .into_iter()
+                .filter(|p| readable.shows(&p.path))
+                .collect();
+            let withheld = before - kept.len();
+            (Answer::Places(kept), withheld)
+        }
+        Answer::Symbols(symbols) => {
+            let before = symbols.len();
+            let kept: Vec<_> = symbols
+                .into_iter()
+                .filter(|s| readable.shows(&s.place.path))
+                .collect();
+            let withheld = before - kept.len();
+            (Answer::Symbols(kept), withheld)
+        }
+        hover => (hover, 0),
+    })
+    .await;
+    match judged {
+        Ok(judged) => judged,
+        Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+        // Not cancelled by anyone: the runtime is shutting down, so nothing is shown.
+        Err(_) => (Answer::Places(Vec::new()), 0),
+    }
 }
 
 fn operation_name(operation: LspOperation) -> String {

@@ -3,14 +3,13 @@
 use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tackle_core::names::Permission;
 use tackle_core::{AnyTool, Context, OutputLimits, State, Tool, ToolFailure};
 
 use super::human;
 use super::instructions::nearest_unseen;
+use super::readable::read_ask;
 use super::{ToolEnv, failure};
 use crate::fs::Resolved;
-use crate::gate::Ask;
 use crate::text::{
     self, DEFAULT_READ_LIMIT, DecodeError, MAX_LINE_CHARS, MAX_READ_BYTES, SNIFF_BYTES,
 };
@@ -97,9 +96,7 @@ async fn read(
     let target = env.resolve(cx, &input.file_path).await?;
     let name = target.display_name();
     // Asked before the existence check, so a denied read cannot probe for files.
-    env.gate
-        .ask(cx, Ask::new(Permission::READ.as_str(), [name.clone()]))
-        .await?;
+    env.gate.ask(cx, read_ask(&name)).await?;
     if !target.exists {
         return Err(missing_with_suggestions(
             &target,

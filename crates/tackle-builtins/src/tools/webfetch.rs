@@ -1,9 +1,9 @@
 //! The webfetch tool: one HTTP(S) page as Markdown, text or raw HTML, or an image as media.
 //!
 //! The fetch is guarded against server-side request forgery: the tool resolves every host
-//! itself, asks `webfetch_private` before talking to a loopback, private, link-local,
-//! unique-local or unspecified address, and pins the client to the addresses it checked, so the
-//! address approved is the address used. Redirects are followed by hand (at most 10), each hop
+//! itself, asks `webfetch_private` (on `host:port`) before talking to a loopback, private,
+//! link-local, unique-local or unspecified address, and pins the client to the addresses it
+//! checked, so the address approved is the address used. Redirects are followed by hand (at most 10), each hop
 //! checked the same way, and a hop to another origin asks `webfetch` again. The body is read as
 //! a stream and abandoned at the 5 MiB cap.
 
@@ -21,13 +21,14 @@ use reqwest::header::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
+use tackle_core::{AnyTool, Context, State, Tool, ToolFailure, thousands};
 use tokio::time::Instant;
 
 use super::ToolEnv;
 use super::human;
 use crate::gate::Ask;
 
+mod dom;
 mod html;
 #[cfg(test)]
 pub(crate) mod test_server;
@@ -326,7 +327,8 @@ impl Fetch<'_> {
         }
     }
 
-    /// Resolves the URL's host and asks `webfetch_private` when any address is not public.
+    /// Resolves the URL's host and asks `webfetch_private` on `host:port` when any address is not
+    /// public.
     async fn checked_addresses(
         &self,
         url: &Url,
@@ -362,12 +364,15 @@ impl Fetch<'_> {
             .filter(|a| !is_public(a.ip()))
             .map(|a| a.ip().to_string())
             .collect();
-        if !private.is_empty() && !private_allowed.contains(&host) {
-            let ask = Ask::new(Permission::WEBFETCH_PRIVATE.as_str(), [host.clone()])
-                .with_always([host.clone()])
+        // Approved per host and port: allowing a local web server allows no other service there.
+        let host_port = format!("{host}:{port}");
+        if !private.is_empty() && !private_allowed.contains(&host_port) {
+            let ask = Ask::new(Permission::WEBFETCH_PRIVATE.as_str(), [host_port.clone()])
+                .with_always([host_port.clone()])
                 .with_metadata(json!({
                     "url": url.to_string(),
                     "host": host,
+                    "port": port,
                     "addresses": private,
                 }));
             self.ask(ask).await.map_err(|refused| {
@@ -378,7 +383,7 @@ impl Fetch<'_> {
                     refused.message()
                 ))
             })?;
-            private_allowed.insert(host);
+            private_allowed.insert(host_port);
         }
         Ok(addrs)
     }
@@ -499,14 +504,45 @@ impl Fetch<'_> {
             ))
             .with_hint("Fetch an HTML, text or image URL instead."));
         }
-        let text = String::from_utf8_lossy(&body);
-        output.output = match (html, self.format) {
-            (true, WebFetchFormat::Markdown) => html::to_markdown(&text),
-            (true, WebFetchFormat::Text) => html::to_text(&text),
-            _ => text.into_owned(),
+        let text = String::from_utf8_lossy(&body).into_owned();
+        let target = match self.format {
+            WebFetchFormat::Markdown => Some(html::Target::Markdown),
+            WebFetchFormat::Text => Some(html::Target::Text),
+            WebFetchFormat::Html => None,
+        };
+        output.output = match target.filter(|_| html) {
+            Some(target) => html::convert(text, target)
+                .await
+                .map_err(|error| conversion_failure(&url, self.format, &error))?,
+            None => text,
         };
         Ok(output)
     }
+}
+
+/// The failure for a page the HTML converter refused or could not convert.
+fn conversion_failure(
+    url: &Url,
+    format: WebFetchFormat,
+    error: &html::ConvertError,
+) -> ToolFailure {
+    let what = match error {
+        html::ConvertError::TooDeep => format!(
+            "`{url}` nests HTML elements more than {} levels deep, deeper than webfetch \
+             converts to {}; nothing was returned.",
+            thousands(html::MAX_DEPTH),
+            format.as_str()
+        ),
+        html::ConvertError::NoThread => format!(
+            "`{url}` was fetched but not converted to {}: the converter could not start; \
+             nothing was returned.",
+            format.as_str()
+        ),
+    };
+    ToolFailure::new(what).with_hint(
+        "Fetch it again with `format` set to `html` to get the page as the server sent it, or \
+         try another URL.",
+    )
 }
 
 fn status_failure(url: &Url, status: reqwest::StatusCode) -> ToolFailure {

@@ -233,6 +233,55 @@ fn inline_refs_reports_recursion_with_its_path() {
     assert_eq!(inline_refs(&root).unwrap_err().path, "/properties/me");
 }
 
+/// `$defs` where `d0` is an object of two `d1`s, `d1` of two `d2`s, and so on to `d{levels}`.
+fn doubling_defs(levels: usize) -> serde_json::Value {
+    let mut defs = serde_json::Map::new();
+    for level in 0..levels {
+        let next = format!("#/$defs/d{}", level + 1);
+        defs.insert(
+            format!("d{level}"),
+            json!({"type": "object", "properties": {"a": {"$ref": next}, "b": {"$ref": next}}}),
+        );
+    }
+    defs.insert(format!("d{levels}"), json!({"type": "string"}));
+    json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs})
+}
+
+#[test]
+fn inline_refs_refuses_a_schema_that_doubles_per_reference() {
+    // 2^40 copies would never finish; 2^5 inline at once.
+    assert!(inline_refs(&doubling_defs(5)).is_ok());
+    let error = inline_refs(&doubling_defs(40)).unwrap_err();
+    assert!(
+        error.reason.contains("more than 10000 `$ref`s"),
+        "{}",
+        error.reason
+    );
+}
+
+#[test]
+fn inline_refs_refuses_a_chain_of_references_nested_past_the_depth_limit() {
+    // Each definition nests 100 levels and refers to the next: 50 defs inline to 5,000 levels
+    // (more defs, more levels: each stays within serde_json's 128).
+    let mut defs = serde_json::Map::new();
+    for level in 0..50 {
+        let mut inner = json!({"$ref": format!("#/$defs/d{}", level + 1)});
+        for _ in 0..100 {
+            inner = json!({"type": "array", "items": inner});
+        }
+        defs.insert(format!("d{level}"), inner);
+    }
+    defs.insert("d50".to_owned(), json!({"type": "string"}));
+    let schema =
+        json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs});
+    let error = inline_refs(&schema).unwrap_err();
+    assert!(
+        error.reason.contains("more than 256 levels"),
+        "{}",
+        error.reason
+    );
+}
+
 #[test]
 fn inline_refs_ignores_unused_recursive_defs() {
     let schema = json!({

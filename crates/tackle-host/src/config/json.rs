@@ -347,4 +347,43 @@ mod tests {
         assert_eq!(ok(" true "), Value::Bool(true));
         assert_eq!(ok("null"), Value::Null);
     }
+
+    fn deep() -> bool {
+        std::env::var_os("TACKLE_DEEP").is_some()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(if deep() { 512 } else { 32 }))]
+
+        /// Any nesting of objects and arrays, with comments and trailing commas, parses when it
+        /// is within the bound and is a positioned error past it; never a deeper stack.
+        #[test]
+        fn deep_nesting_is_bounded(
+            openers in proptest::collection::vec(proptest::prelude::any::<bool>(), 1..64),
+            depth in 1usize..if deep() { 1_000_000 } else { 200_000 },
+            closed in proptest::prelude::any::<bool>(),
+        ) {
+            let mut text = String::new();
+            for level in 0..depth {
+                if openers[level % openers.len()] {
+                    text.push_str("{ // c\n\"k\": ");
+                } else {
+                    text.push_str("[ /* c */ ");
+                }
+            }
+            text.push('1');
+            if closed {
+                for level in (0..depth).rev() {
+                    text.push_str(if openers[level % openers.len()] { ",}" } else { ",]" });
+                }
+            }
+            match parse(&text) {
+                Ok(_) => proptest::prop_assert!(depth <= MAX_DEPTH && closed),
+                Err(error) if depth > MAX_DEPTH => {
+                    proptest::prop_assert!(error.message.contains("nested too deeply"), "{error:?}");
+                }
+                Err(_) => proptest::prop_assert!(!closed),
+            }
+        }
+    }
 }

@@ -852,14 +852,16 @@ impl<'s> Scanner<'s> {
     }
 }
 
-/// The byte ranges of the leaves of `node`, treating [`ATOMIC`] nodes as leaves.
+/// The byte ranges of the leaves of `node`, treating [`ATOMIC`] nodes as leaves, in order.
+/// Without recursion: a command may nest `$(` thousands deep.
 fn leaf_spans(node: Node<'_>, out: &mut Vec<(usize, usize)>) {
-    if node.child_count() == 0 || ATOMIC.contains(&node.kind()) {
-        out.push((node.start_byte(), node.end_byte()));
-        return;
-    }
-    for child in all_children(node) {
-        leaf_spans(child, out);
+    let mut pending = vec![node];
+    while let Some(node) = pending.pop() {
+        if node.child_count() == 0 || ATOMIC.contains(&node.kind()) {
+            out.push((node.start_byte(), node.end_byte()));
+            continue;
+        }
+        pending.extend(all_children(node).into_iter().rev());
     }
 }
 

@@ -21,6 +21,7 @@ use grep::searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch
 use ignore::gitignore::GitignoreBuilder;
 use ignore::{WalkBuilder, WalkState};
 
+use crate::tools::readable::Readable;
 use crate::tools::walk::{self, Boundary};
 
 /// Matched lines are cut to this many characters.
@@ -56,6 +57,8 @@ pub(super) struct Query {
     pub(super) include: Option<GlobMatcher>,
     /// The most matches kept.
     pub(super) limit: usize,
+    /// Files whose `read` would not be allowed at once are not searched.
+    pub(super) readable: Readable,
 }
 
 /// What a search found.
@@ -73,6 +76,8 @@ pub(super) struct Found {
     pub(super) binary: usize,
     /// Files or directories that could not be read.
     pub(super) unreadable: usize,
+    /// Files not searched because their `read` is denied or would ask.
+    pub(super) withheld: usize,
     /// Symlinks not followed because they lead outside the boundary.
     pub(super) outside_links: usize,
     /// True when the search stopped early because `stop` said so.
@@ -85,6 +90,7 @@ struct Shared {
     best: Mutex<Best>,
     searched: AtomicUsize,
     unreadable: AtomicUsize,
+    withheld: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -122,6 +128,7 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
         best: Mutex::new(Best::default()),
         searched: AtomicUsize::new(0),
         unreadable: AtomicUsize::new(0),
+        withheld: AtomicUsize::new(0),
     };
     let boundary = query.boundary.clone();
     let stopped = std::sync::atomic::AtomicBool::new(false);
@@ -157,6 +164,10 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
             if !included(query, entry.path()) {
                 return WalkState::Continue;
             }
+            if !query.readable.shows(entry.path()) {
+                shared.withheld.fetch_add(1, Ordering::Relaxed);
+                return WalkState::Continue;
+            }
             shared.searched.fetch_add(1, Ordering::Relaxed);
             let mut sink = FileSink::new(shared, entry.path(), stop);
             let searched = searcher.search_path(&matcher, entry.path(), &mut sink);
@@ -182,6 +193,7 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
         searched: shared.searched.into_inner(),
         binary: best.binary,
         unreadable: shared.unreadable.into_inner(),
+        withheld: shared.withheld.into_inner(),
         outside_links: boundary.refused(),
         stopped: stopped.into_inner(),
     }

@@ -2,6 +2,7 @@
 //! lines, refusals and cancellation.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -394,6 +395,10 @@ fn query(root: &Path) -> Query {
         matcher: RegexMatcher::new("needle").unwrap(),
         include: None,
         limit: LIMIT,
+        readable: crate::tools::readable::Readable::new(
+            &ToolEnv::new(LocationFs::new(root).unwrap()),
+            &cx(CancellationToken::new()),
+        ),
     }
 }
 
@@ -442,4 +447,113 @@ async fn cancellation_interrupts_the_call_promptly() {
         }
         other => panic!("unexpected outcome {other:?}"),
     }
+}
+
+/// An approver that records what it was asked and never answers.
+#[derive(Default)]
+struct Silent(std::sync::Mutex<Vec<String>>);
+
+impl tackle_permission::Approver for Silent {
+    fn ask(&self, request: &tackle_permission::PermissionRequest) {
+        self.0.lock().unwrap().push(request.permission.clone());
+    }
+}
+
+/// `dir`'s environment under a gate with `rules` (after allowing everything) and the approvals
+/// `saved`, and what its approver was asked.
+fn gated(
+    dir: &TempDir,
+    rules: &[(&str, &str, tackle_permission::Action)],
+    saved: &[(&str, &str)],
+) -> (ToolEnv, Arc<Silent>) {
+    use tackle_permission::{
+        Action, MemorySavedApprovals, PermissionService, Rule, RuleSource, Ruleset, SavedApprovals,
+    };
+    let mut ruleset = Ruleset::new();
+    ruleset.push(Rule::new("*", "*", Action::Allow, RuleSource::Default));
+    for (permission, pattern, action) in rules {
+        ruleset.push(Rule::new(permission, pattern, *action, RuleSource::Default));
+    }
+    let store = MemorySavedApprovals::new();
+    for (permission, pattern) in saved {
+        store.save("p", permission, pattern).unwrap();
+    }
+    let approver = Arc::new(Silent::default());
+    let service = Arc::new(PermissionService::new("p", approver.clone(), Arc::new(store)).unwrap());
+    let gate = crate::gate::Gate::new(service, move |_| ruleset.clone());
+    (env(dir).with_gate(gate), approver)
+}
+
+/// A Location with a secret in `.env` and `conf/prod.env`, a link to `.env`, and one plain file.
+fn secrets() -> TempDir {
+    let dir = location(&[
+        ("a.txt", "K=public\n"),
+        (".env", "K=sk-live\n"),
+        ("conf/prod.env", "K=sk-prod\n"),
+    ]);
+    std::os::unix::fs::symlink(dir.path().join(".env"), dir.path().join("settings")).unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn grep_skips_files_whose_read_is_denied_or_would_ask() {
+    use tackle_permission::Action;
+    let dir = secrets();
+    // `.env` files ask (as the defaults say), `conf/` is denied.
+    let (env, asked) = gated(
+        &dir,
+        &[
+            ("read", "*.env", Action::Ask),
+            ("read", "conf/*", Action::Deny),
+        ],
+        &[],
+    );
+    for path in [
+        None,
+        Some("."),
+        Some(".env"),
+        Some("settings"),
+        Some("conf"),
+    ] {
+        let mut args = json!({"pattern": "K="});
+        if let Some(path) = path {
+            args["path"] = json!(path);
+        }
+        let out = grep(&env, args).await;
+        assert!(!out.output.contains("sk-"), "{path:?}: {}", out.output);
+        let withheld = match path {
+            None | Some(".") => 3,
+            _ => 1,
+        };
+        let note = if withheld == 1 {
+            "(1 file was not searched because your permission rules deny reading it or ask first"
+                .to_owned()
+        } else {
+            format!(
+                "({withheld} files were not searched because your permission rules deny reading them"
+            )
+        };
+        assert!(out.output.contains(&note), "{path:?}: {}", out.output);
+        let expected = usize::from(path.is_none() || path == Some("."));
+        assert_eq!(out.total, expected, "{path:?}: {}", out.output);
+    }
+    assert!(
+        !asked.0.lock().unwrap().contains(&"read".to_owned()),
+        "grep asks nobody about the files it leaves out"
+    );
+}
+
+#[tokio::test]
+async fn a_saved_approval_to_read_a_file_lets_grep_search_it() {
+    use tackle_permission::Action;
+    let dir = secrets();
+    let (env, _) = gated(&dir, &[("read", "*.env", Action::Ask)], &[("read", ".env")]);
+    let out = grep(&env, json!({"pattern": "K="})).await;
+    assert!(out.output.contains("K=sk-live"), "{}", out.output);
+    assert!(!out.output.contains("sk-prod"), "{}", out.output);
+    assert_eq!(
+        out.total, 3,
+        "a.txt, .env and the link to it: {}",
+        out.output
+    );
 }

@@ -1,8 +1,72 @@
 //! HTML to Markdown (through `htmd`) and HTML to visible text (a walk of the parsed tree).
+//!
+//! A page is untrusted input, and both conversions recurse once per level of element nesting.
+//! So the page is parsed with a bound on its depth first ([`super::dom::parse`]), a page nested
+//! deeper than [`MAX_DEPTH`] is refused, and the conversion runs on a thread of its own with a
+//! [`STACK_BYTES`] stack, far more than [`MAX_DEPTH`] levels need. A panic there is the call's
+//! defect, never the end of the process.
 
 use std::rc::Rc;
 
 use markup5ever_rcdom::{Node, NodeData};
+
+/// The deepest element nesting converted. Browsers' own parsers stop nesting at 512 levels.
+pub(crate) const MAX_DEPTH: usize = 512;
+
+/// The stack of the conversion thread: [`MAX_DEPTH`] levels took 1 to 2 MiB in a debug build.
+const STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// What a conversion produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// Markdown: ATX headings, `-` bullets, fenced code.
+    Markdown,
+    /// The visible text only.
+    Text,
+}
+
+/// Why a page could not be converted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ConvertError {
+    /// The page nests elements deeper than [`MAX_DEPTH`].
+    #[error("the page nests elements more than {MAX_DEPTH} levels deep")]
+    TooDeep,
+    /// The conversion thread could not be started.
+    #[error("the HTML conversion thread could not be started")]
+    NoThread,
+}
+
+/// Converts `html` on a thread of its own with a known stack. The page is measured before the
+/// conversion starts, so no page can overflow that stack. A panic of the converter is resumed
+/// in the caller, where settlement reports it as the call's defect.
+pub(crate) async fn convert(html: String, target: Target) -> Result<String, ConvertError> {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("tackle-html".to_owned())
+        .stack_size(STACK_BYTES)
+        .spawn(move || {
+            let converted = std::panic::catch_unwind(|| convert_here(&html, target));
+            // The caller may have stopped waiting (a timeout, a cancellation).
+            let _ = sender.send(converted);
+        })
+        .map_err(|_| ConvertError::NoThread)?;
+    match receiver.await {
+        Ok(Ok(converted)) => converted,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        // The thread ends only by sending; a closed channel means it could not finish.
+        Err(_) => Err(ConvertError::NoThread),
+    }
+}
+
+/// Parses, measures and converts on the current thread, which must have a stack large enough
+/// for [`MAX_DEPTH`] levels of the converters.
+pub(crate) fn convert_here(html: &str, target: Target) -> Result<String, ConvertError> {
+    let tree = super::dom::parse(html, MAX_DEPTH).ok_or(ConvertError::TooDeep)?;
+    Ok(match target {
+        Target::Markdown => to_markdown(&tree),
+        Target::Text => to_text(&tree),
+    })
+}
 
 /// Elements whose content is never shown: code, styling, embedded documents and metadata.
 const HIDDEN: &[&str] = &[
@@ -49,7 +113,7 @@ const BLOCKS: &[&str] = &[
 ];
 
 /// The page as Markdown: ATX headings, `-` bullets, fenced code; hidden elements dropped.
-pub(crate) fn to_markdown(html: &str) -> String {
+fn to_markdown(tree: &Rc<Node>) -> String {
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(HIDDEN.to_vec())
         .options(htmd::options::Options {
@@ -59,22 +123,14 @@ pub(crate) fn to_markdown(html: &str) -> String {
             ..Default::default()
         })
         .build();
-    match converter.convert(html) {
-        Ok(markdown) => markdown.trim().to_owned(),
-        // Conversion works on an in-memory string and does not fail in practice; fall back to
-        // the visible text rather than losing the page.
-        Err(_) => to_text(html),
-    }
+    converter.tree_to_markdown(tree).trim().to_owned()
 }
 
 /// The visible text of the page: hidden elements dropped, whitespace collapsed, one line per
 /// block.
-pub(crate) fn to_text(html: &str) -> String {
-    let Ok(tree) = htmd::HtmlToMarkdown::new().html_to_tree(html) else {
-        return String::new();
-    };
+fn to_text(tree: &Rc<Node>) -> String {
     let mut out = String::new();
-    walk(&tree, &mut out, false);
+    walk(tree, &mut out, false);
     tidy(&out)
 }
 
@@ -156,22 +212,135 @@ fn tidy(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    fn markdown(html: &str) -> String {
+        convert_here(html, Target::Markdown).unwrap()
+    }
 
     #[test]
     fn text_drops_hidden_elements_and_keeps_blocks_on_lines() {
         let html = "<html><head><title>T</title><style>p{}</style></head><body>\
                     <script>var x = 1;</script><h1>Title</h1><p>One   <b>two</b>\n three</p>\
                     <noscript>enable js</noscript><ul><li>a</li><li>b</li></ul></body></html>";
-        assert_eq!(to_text(html), "Title\nOne two three\na\nb");
+        assert_eq!(
+            convert_here(html, Target::Text).unwrap(),
+            "Title\nOne two three\na\nb"
+        );
     }
 
     #[test]
     fn markdown_uses_atx_headings_and_dash_bullets() {
-        let html = "<h1>Title</h1><script>bad()</script><ul><li>a</li></ul>";
-        let md = to_markdown(html);
+        let md = markdown("<h1>Title</h1><script>bad()</script><ul><li>a</li></ul>");
         assert!(md.starts_with("# Title"), "{md}");
         assert!(md.contains("- a") || md.contains("-   a"), "{md}");
         assert!(!md.contains("bad()"), "{md}");
+    }
+
+    /// `depth` nested `tag` elements around `inner`.
+    fn nested(tag: &str, depth: usize, inner: &str) -> String {
+        format!(
+            "{}{inner}{}",
+            format!("<{tag}>").repeat(depth),
+            format!("</{tag}>").repeat(depth)
+        )
+    }
+
+    #[tokio::test]
+    async fn a_page_nested_to_the_limit_converts_on_its_own_thread() {
+        // The document, `html` and `body` take three levels.
+        let html = nested("div", MAX_DEPTH - 4, "deep text");
+        for target in [Target::Markdown, Target::Text] {
+            let out = convert(html.clone(), target).await.unwrap();
+            assert_eq!(out, "deep text");
+        }
+    }
+
+    #[tokio::test]
+    async fn pages_nested_past_the_limit_are_refused_without_recursion() {
+        for depth in [MAX_DEPTH, 5_000, 20_000, 100_000] {
+            let html = nested("div", depth, "x");
+            for target in [Target::Markdown, Target::Text] {
+                assert_eq!(
+                    convert(html.clone(), target).await,
+                    Err(ConvertError::TooDeep),
+                    "{depth}"
+                );
+            }
+        }
+    }
+
+    /// Tags that nest inside themselves as written, so the tree is as deep as the markup.
+    const NESTING: &[&str] = &[
+        "div",
+        "span",
+        "section",
+        "blockquote",
+        "em",
+        "strong",
+        "code",
+        "pre",
+        "li",
+        "td",
+        "a",
+        "h1",
+        "table",
+        "ul",
+        "p",
+        "b",
+        "template",
+        "svg",
+        "select",
+        "textarea",
+    ];
+
+    fn deep() -> bool {
+        std::env::var_os("TACKLE_DEEP").is_some()
+    }
+
+    /// The deepest page generated: past every limit, deeper still in long runs.
+    fn deepest() -> usize {
+        if deep() { 200_000 } else { 20_000 }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(if deep() { 64 } else { 8 }))]
+
+        /// Any page, however deeply and oddly nested, converts or is refused as too deep; the
+        /// process survives, and a page within the limit built from self-nesting blocks keeps
+        /// its text.
+        #[test]
+        fn deep_pages_never_overflow(
+            tags in prop::collection::vec(prop::sample::select(NESTING), 1..8),
+            depth in prop_oneof![1usize..MAX_DEPTH, MAX_DEPTH..deepest()],
+            close in any::<bool>(),
+        ) {
+            let mut html = String::new();
+            for level in 0..depth {
+                html.push('<');
+                html.push_str(tags[level % tags.len()]);
+                html.push('>');
+            }
+            html.push_str("inner words");
+            if close {
+                for level in (0..depth).rev() {
+                    html.push_str("</");
+                    html.push_str(tags[level % tags.len()]);
+                    html.push('>');
+                }
+            }
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            for target in [Target::Markdown, Target::Text] {
+                match runtime.block_on(convert(html.clone(), target)) {
+                    Ok(_) | Err(ConvertError::TooDeep) => {}
+                    Err(other) => prop_assert!(false, "{other}"),
+                }
+            }
+            let blocks = nested("div", depth.min(MAX_DEPTH - 4), "inner words");
+            let out = runtime.block_on(convert(blocks, Target::Text));
+            prop_assert_eq!(out, Ok("inner words".to_owned()));
+        }
     }
 }

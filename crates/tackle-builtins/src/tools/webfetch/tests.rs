@@ -290,15 +290,61 @@ async fn a_redirect_to_another_host_asks_again() {
         fetches[1].always,
         vec![format!("http://localhost:{}/*", server.addr.port())]
     );
-    // Both hosts are on loopback, so each needed `webfetch_private` for its own host.
+    // Both hosts are on loopback, so each needed `webfetch_private` for its own host and port.
     let private: Vec<_> = requests
         .iter()
         .filter(|r| r.permission == "webfetch_private")
         .map(|r| r.patterns.clone())
         .collect();
+    let port = server.addr.port();
     assert_eq!(
         private,
-        vec![vec!["127.0.0.1".to_owned()], vec!["localhost".to_owned()]]
+        vec![
+            vec![format!("127.0.0.1:{port}")],
+            vec![format!("localhost:{port}")]
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_private_approval_covers_one_host_and_port() {
+    let first = serve(|_| Reply::ok("text/plain", "first")).await;
+    let second = serve(|_| Reply::ok("text/plain", "second")).await;
+    let (gate, recorder) = recording_gate(|_| Answer::Always);
+    let (tool, _dir) = webfetch(gate);
+    let private_asks = || -> Vec<(Vec<String>, Vec<String>)> {
+        recorder
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.permission == "webfetch_private")
+            .map(|r| (r.patterns.clone(), r.always.clone()))
+            .collect()
+    };
+    let first_port = format!("127.0.0.1:{}", first.addr.port());
+    let second_port = format!("127.0.0.1:{}", second.addr.port());
+
+    invoke(&tool, json!({"url": first.url("/")})).await.unwrap();
+    invoke(&tool, json!({"url": first.url("/again")}))
+        .await
+        .unwrap();
+    assert_eq!(
+        private_asks(),
+        vec![(vec![first_port.clone()], vec![first_port.clone()])],
+        "the saved approval covers its own port"
+    );
+    let content = invoke(&tool, json!({"url": second.url("/")}))
+        .await
+        .unwrap();
+    assert_eq!(text(&content), "second");
+    assert_eq!(
+        private_asks(),
+        vec![
+            (vec![first_port.clone()], vec![first_port]),
+            (vec![second_port.clone()], vec![second_port])
+        ],
+        "another port on the same host is asked again"
     );
 }
 

@@ -1,0 +1,48 @@
+//! Which files a tool may show the content of: those whose `read` would be allowed at once.
+//!
+//! `read` asks the `read` permission on a file's real name ([`read_ask`]). A tool that shows
+//! content it found itself (grep's matching lines, the lsp tool's lines) asks nobody per file:
+//! it leaves out every file whose `read` a rule denies or would ask about, and says how many.
+//! The decision is the gate's, the same one `read` gets, so the two can never disagree.
+
+use std::path::Path;
+
+use tackle_core::Context;
+use tackle_core::names::Permission;
+
+use super::ToolEnv;
+use crate::fs::LocationFs;
+use crate::gate::{Ask, GateJudgment};
+
+/// The question `read` asks before showing the file named `name` (its display name).
+pub(crate) fn read_ask(name: &str) -> Ask {
+    Ask::new(Permission::READ.as_str(), [name])
+}
+
+/// Decides, for one call, which files may be shown without asking.
+#[derive(Clone, Debug)]
+pub(crate) struct Readable {
+    fs: LocationFs,
+    judgment: GateJudgment,
+}
+
+impl Readable {
+    /// The decision for the call in `cx`, under its agent's rules and the approvals saved now.
+    pub(crate) fn new(env: &ToolEnv, cx: &Context) -> Self {
+        Self {
+            fs: env.fs.clone(),
+            judgment: env.gate.judgment(cx),
+        }
+    }
+
+    /// Whether the content of the existing file `path` may be shown: its `read` would be
+    /// allowed at once. A path that cannot be resolved is not shown. Blocking.
+    pub(crate) fn shows(&self, path: &Path) -> bool {
+        self.fs
+            .real_name_blocking(path)
+            .is_some_and(|name| self.judgment.allows(&read_ask(&name)))
+    }
+}
+
+#[cfg(test)]
+mod tests;
