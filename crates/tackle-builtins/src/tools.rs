@@ -28,6 +28,7 @@
 )]
 
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
 use tackle_core::names::{Permission, ToolName};
@@ -168,6 +169,58 @@ pub struct ToolEnv {
     pub(crate) state: Option<Arc<dyn SessionState>>,
     /// What follows a change (formatting, diagnostics), when the host wires it.
     pub(crate) review: Option<Arc<dyn ChangeReview>>,
+    /// tackle's own directories whose files each belong to one session.
+    pub(crate) outputs: Option<Arc<SessionOutputs>>,
+}
+
+/// tackle's own directories outside the Location whose files belong to one session each: the
+/// managed outputs (the full text behind a truncated result) and the bash spool. The permission
+/// preset lets every session read them without a question; this says whose each file is, so a
+/// session never reads another's.
+#[derive(Clone, Debug)]
+pub struct SessionOutputs {
+    /// The managed output directory (files named by content hash), canonical.
+    pub managed: std::path::PathBuf,
+    /// The spool directory (one subdirectory per session), canonical.
+    pub spool: std::path::PathBuf,
+}
+
+/// The session-state key that records that a session's result named the managed output `id`.
+pub fn managed_output_key(id: &str) -> String {
+    format!("managed-output:{id}")
+}
+
+/// The name of a session's own directory under the spool directory.
+pub fn session_dir_name(session: &str) -> String {
+    let hash = blake3::hash(session.as_bytes()).to_hex();
+    format!("s-{}", &hash[..16])
+}
+
+impl ToolEnv {
+    /// Whether the real path `real` is one of tackle's own output files that belongs to another
+    /// session than `cx`'s: a managed output no result of this session named, or a spool file
+    /// in another session's directory.
+    pub(crate) fn foreign_output(&self, cx: &tackle_core::Context, real: &Path) -> bool {
+        let Some(outputs) = &self.outputs else {
+            return false;
+        };
+        let session = cx.identity().session.as_str();
+        if let Ok(rest) = real.strip_prefix(&outputs.managed) {
+            let Some(state) = &self.state else {
+                return false;
+            };
+            let id = rest.to_string_lossy();
+            return !matches!(state.get(session, &managed_output_key(&id)), Ok(Some(_)));
+        }
+        if let Ok(rest) = real.strip_prefix(&outputs.spool) {
+            let own = session_dir_name(session);
+            return rest
+                .components()
+                .next()
+                .is_some_and(|first| first.as_os_str() != own.as_str());
+        }
+        false
+    }
 }
 
 impl fmt::Debug for ToolEnv {
@@ -193,7 +246,15 @@ impl ToolEnv {
             instructions: instructions::Shown::default(),
             state: None,
             review: None,
+            outputs: None,
         }
+    }
+
+    /// Says which of tackle's own output files belong to which session, so that `read`, `grep`
+    /// and the `lsp` tool never show one session another's.
+    pub fn with_session_outputs(mut self, outputs: SessionOutputs) -> Self {
+        self.outputs = Some(Arc::new(outputs));
+        self
     }
 
     /// Asks permissions through `gate`.

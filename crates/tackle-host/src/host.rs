@@ -257,7 +257,11 @@ impl HostBuilder {
         let env = ToolEnv::new(fs)
             .with_gate(gate.clone())
             .with_session_state(session_state.clone())
-            .with_review(code.review.clone());
+            .with_review(code.review.clone())
+            .with_session_outputs(tackle_builtins::tools::SessionOutputs {
+                managed: std::path::PathBuf::from(canonical(&output_dir)),
+                spool: std::path::PathBuf::from(canonical(&spool_dir)),
+            });
 
         let location = Location::new(
             root.clone(),

@@ -7,6 +7,8 @@
 //! 3. [`doom`]: the third identical call in a row asks `doom_loop` before it runs.
 //! 4. [`hooks`]: the configuration's command hooks ([`command`]), then the host's and plugins'
 //!    before and after hooks, in registration order.
+//! 5. [`outputs`]: after a call, the managed outputs its result named are recorded as its
+//!    session's.
 //!
 //! The provider-dialect restore (OpenAI strict mode's `null` for absent fields) runs inside
 //! settlement, because the turn knows its dialect. Every change a layer makes is journaled as an
@@ -16,6 +18,7 @@ pub(crate) mod aliases;
 pub(crate) mod command;
 pub(crate) mod doom;
 pub(crate) mod hooks;
+pub(crate) mod outputs;
 pub(crate) mod repair;
 pub(crate) mod snapshot;
 
@@ -37,8 +40,9 @@ pub(crate) fn layers(
     let mut layers: Vec<Arc<dyn Layer>> = vec![
         Arc::new(repair::NameRepair),
         Arc::new(aliases::ArgumentAliases),
-        Arc::new(doom::DoomLoopCheck::new(gate, state)),
+        Arc::new(doom::DoomLoopCheck::new(gate, state.clone())),
         Arc::new(hooks),
+        Arc::new(outputs::OutputOwnership::new(state)),
     ];
     // Last before the call: the name is the tool's, and a refused call takes no snapshot.
     if let Some(snapshot) = snapshot {

@@ -95,6 +95,13 @@ async fn read(
     let (env, cx) = (&env, &cx);
     let target = env.resolve(cx, &input.file_path).await?;
     let name = target.display_name();
+    if env.foreign_output(cx, &target.path) {
+        return Err(ToolFailure::new(format!(
+            "`{name}` is a saved output of another session, so it was not read. Only the session \
+             whose result named it can read it."
+        ))
+        .with_hint("Run the command or search again in this session to get its output."));
+    }
     // Asked before the existence check, so a denied read cannot probe for files.
     env.gate.ask(cx, read_ask(&name)).await?;
     if !target.exists {

@@ -24,6 +24,8 @@ pub(crate) fn read_ask(name: &str) -> Ask {
 pub(crate) struct Readable {
     fs: LocationFs,
     judgment: GateJudgment,
+    env: ToolEnv,
+    cx: Context,
 }
 
 impl Readable {
@@ -32,12 +34,20 @@ impl Readable {
         Self {
             fs: env.fs.clone(),
             judgment: env.gate.judgment(cx),
+            env: env.clone(),
+            cx: cx.clone(),
         }
     }
 
     /// Whether the content of the existing file `path` may be shown: its `read` would be
     /// allowed at once. A path that cannot be resolved is not shown. Blocking.
+    /// Another session's saved output is never shown.
     pub(crate) fn shows(&self, path: &Path) -> bool {
+        if let Ok(real) = std::fs::canonicalize(path)
+            && self.env.foreign_output(&self.cx, &real)
+        {
+            return false;
+        }
         self.fs
             .real_name_blocking(path)
             .is_some_and(|name| self.judgment.allows(&read_ask(&name)))

@@ -185,10 +185,7 @@ fn live_paths() -> Vec<PathBuf> {
 }
 
 /// The directory name of a session: a hash, so any session ID makes a safe, fixed-length name.
-fn session_dir_name(session: &str) -> String {
-    let hash = blake3::hash(session.as_bytes()).to_hex();
-    format!("s-{}", &hash[..16])
-}
+use crate::tools::session_dir_name;
 
 fn is_spool_name(name: &std::ffi::OsStr) -> bool {
     let name = name.to_string_lossy();
