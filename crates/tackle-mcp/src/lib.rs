@@ -34,6 +34,10 @@
 //! shares a [`ClientCalls`] table with the server; clients without form elicitation get the
 //! host's fallback answer.
 //!
+//! Before a connection's first call, a host's step ([`TackleServer::with_before_first_call`])
+//! may ask the person behind the client one yes/no question by form elicitation (tackle asks
+//! whether to trust the project's configuration) and change the tools that call settles against.
+//!
 //! Nothing here writes to stdout except the transport itself; diagnostics go through
 //! `tracing`, which a stdio host must route to stderr. Over stdio ([`serve_stdio`],
 //! [`serve_lines`]) tackle reads lines itself, in front of rmcp: every request gets an answer
@@ -83,3 +87,4 @@ pub use server::{
     PROGRESS_HEARTBEAT, ServeError, Serving, TackleServer, serve, serve_lines, serve_stdio,
 };
 pub use wire::MAX_LINE_BYTES;
+pub use server::{Client, Confirmation, FirstCall, Prepared, QUESTION_TIMEOUT};
