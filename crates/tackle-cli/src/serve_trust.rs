@@ -126,7 +126,12 @@ impl LiveHost {
             watcher.abort();
         }
         // The handle's closures hold this host: dropping it ends the cycle.
-        drop(self.notifier.lock().unwrap_or_else(PoisonError::into_inner).take());
+        drop(
+            self.notifier
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
         for host in self.all() {
             host.shutdown().await;
         }

@@ -83,8 +83,8 @@ pub use client::{
 };
 pub use elicit::{ClientCalls, ElicitingApprover};
 pub use http::{HttpServing, serve_http};
+pub use server::{Client, Confirmation, FirstCall, Prepared, QUESTION_TIMEOUT};
 pub use server::{
     PROGRESS_HEARTBEAT, ServeError, Serving, TackleServer, serve, serve_lines, serve_stdio,
 };
 pub use wire::MAX_LINE_BYTES;
-pub use server::{Client, Confirmation, FirstCall, Prepared, QUESTION_TIMEOUT};
