@@ -14,9 +14,8 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use support::{call, text};
+use support::{Person, call, text};
 use tempfile::TempDir;
-use tokio::sync::mpsc;
 
 /// A repository the attacker controls, a home with the user's own configuration, a data
 /// directory, and a place outside both where marks appear when something ran.
@@ -534,69 +533,6 @@ async fn serve_says_so_once_per_session_in_the_first_result() {
     let _ = client.cancel().await;
     // `--yes` approves questions; it does not trust the repository.
     assert!(!mark.exists());
-}
-
-/// An MCP client whose person answers the trust question: `Some(choice)` accepts the form with
-/// that decision, `None` declines it. Each question and each `tools/list_changed` is reported.
-struct Person {
-    answer: Option<&'static str>,
-    asked: mpsc::UnboundedSender<String>,
-    changed: mpsc::UnboundedSender<()>,
-}
-
-impl Person {
-    fn new(
-        answer: Option<&'static str>,
-    ) -> (
-        Self,
-        mpsc::UnboundedReceiver<String>,
-        mpsc::UnboundedReceiver<()>,
-    ) {
-        let (asked, questions) = mpsc::unbounded_channel();
-        let (changed, changes) = mpsc::unbounded_channel();
-        let person = Self {
-            answer,
-            asked,
-            changed,
-        };
-        (person, questions, changes)
-    }
-}
-
-impl ClientHandler for Person {
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        let mut elicitation = rmcp::model::ElicitationCapability::new();
-        elicitation.form = Some(rmcp::model::FormElicitationCapability::new());
-        let mut capabilities = rmcp::model::ClientCapabilities::default();
-        capabilities.elicitation = Some(elicitation);
-        rmcp::model::ClientConfig::new(
-            capabilities,
-            rmcp::model::Implementation::new("person", "0"),
-        )
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
-            let _ = self.asked.send(message);
-        }
-        use rmcp::model::{ElicitResult, ElicitationAction};
-        Ok(match self.answer {
-            Some(decision) => {
-                let mut result = ElicitResult::new(ElicitationAction::Accept);
-                result.content = Some(json!({ "decision": decision }));
-                result
-            }
-            None => ElicitResult::new(ElicitationAction::Decline),
-        })
-    }
-
-    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
-        let _ = self.changed.send(());
-    }
 }
 
 /// The hash `config check` names the project's configuration by, as people see it.
