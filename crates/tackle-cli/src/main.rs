@@ -11,12 +11,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, bail};
 use clap::{Args, Parser, Subcommand};
 use tackle_core::{CallIdentity, CancellationToken, Context};
-use tackle_mcp::TackleServer;
 use tackle_registry::ToolCall;
 
 mod approve;
 mod render;
 mod serve;
+mod serve_trust;
 mod trust;
 
 use tackle_host::config;
@@ -353,7 +353,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
         agent,
         session,
         data_dir,
-        config: _,
+        config: config_file,
         model,
         log_file: _,
     } = cli.global;
@@ -400,31 +400,30 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                     "restart `tackle serve` with --yes",
                 )
             };
+            let reopen = serve_trust::Reopen {
+                root: root.clone(),
+                data_dir: data_dir.clone(),
+                config_file,
+                approvals: approvals.clone(),
+                calls: calls.clone(),
+                spec: spec(None),
+            };
             let host = open_host(root, data_dir, config, approvals, Some(calls.clone()), true)?;
             host.supervise_mcp().await;
             print_warnings(&host);
-            let spec = spec(None);
-            host.turn(&spec)?;
+            host.turn(&reopen.spec)?;
             let changes = host.location().changes();
-            let session_end = host.session_end();
-            let open_world = host.open_world();
-            let host = std::sync::Arc::new(host);
-            let turns = host.clone();
-            let mut server = TackleServer::from_turns(move || {
-                turns
-                    .turn(&spec)
-                    .expect("the agent was checked when the server started")
-            })
-            .with_agent(agent.clone())
-            .with_client_calls(calls)
-            .with_session_end(session_end)
-            .with_open_world(open_world);
-            let notices = host.clone();
-            server = server.with_notice(move |session| notices.trust_notice(session));
+            // The host is replaced once if the person trusts the project through the client.
+            let host = serve_trust::LiveHost::new(host, reopen);
+            let mut server = host
+                .server()
+                .with_agent(agent.clone())
+                .with_client_calls(calls);
             // Without `--session`, every connection is a session of its own.
             if let Some(session) = session {
                 server = server.with_session(session);
             }
+            host.notify_through(&server);
             let watcher = server.notify_on(changes);
             let served = match http {
                 // Ctrl-C or SIGTERM ends the server like a closed stdin, so the shutdown below

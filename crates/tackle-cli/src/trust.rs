@@ -38,19 +38,9 @@ pub(crate) fn trust_command(
         );
         return Ok(ExitCode::SUCCESS);
     };
-    let lines = trust.describe();
-    if lines.is_empty() {
-        println!(
-            "Nothing in this project's configuration waits for trust: it only narrows what \
-             may run."
-        );
-    } else {
-        println!("Trusting this project's configuration enables:");
-        for line in &lines {
-            println!("{line}");
-        }
+    for line in what_trust_enables(trust) {
+        println!("{line}");
     }
-    print_never_granted(trust);
     record(store, trust)?;
     println!(
         "Trusted {} (configuration {}). A change to it asks again.",
@@ -60,21 +50,34 @@ pub(crate) fn trust_command(
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_never_granted(trust: &ProjectTrust) {
+/// What trusting the configuration enables and what stays ignored even then, one line each:
+/// what `tackle trust` prints and what `serve` asks the person through the client.
+pub(crate) fn what_trust_enables(trust: &ProjectTrust) -> Vec<String> {
+    let enables = trust.describe();
+    let mut lines = if enables.is_empty() {
+        vec![
+            "Nothing in this project's configuration waits for trust: it only narrows what \
+             may run."
+                .to_owned(),
+        ]
+    } else {
+        std::iter::once("Trusting this project's configuration enables:".to_owned())
+            .chain(enables)
+            .collect()
+    };
     let never: Vec<String> = trust
         .ignored()
         .filter(|held| held.reason == tackle_host::trust::HeldReason::NeverGranted)
         .map(|held| format!("  {held}"))
         .collect();
     if !never.is_empty() {
-        println!("Ignored even when trusted:");
-        for line in never {
-            println!("{line}");
-        }
+        lines.push("Ignored even when trusted:".to_owned());
+        lines.extend(never);
     }
+    lines
 }
 
-fn record(store: &TrustStore, trust: &ProjectTrust) -> anyhow::Result<()> {
+pub(crate) fn record(store: &TrustStore, trust: &ProjectTrust) -> anyhow::Result<()> {
     store
         .record(&trust.root, &trust.hash)
         .context("cannot record the trust decision in the data directory")

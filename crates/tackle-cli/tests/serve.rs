@@ -13,7 +13,7 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::json;
-use support::{call, object, text};
+use support::{Person, call, object, text};
 use tempfile::TempDir;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
@@ -383,38 +383,6 @@ async fn mcp_tools_are_asked_for_under_their_registered_name() {
     assert!(stdout.contains("guarded"), "{stdout}");
 }
 
-/// A client that answers every permission form with `decision`, and counts the questions.
-struct Answers {
-    decision: &'static str,
-    asked: mpsc::UnboundedSender<String>,
-}
-
-impl ClientHandler for Answers {
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        let mut elicitation = rmcp::model::ElicitationCapability::new();
-        elicitation.form = Some(rmcp::model::FormElicitationCapability::new());
-        let mut capabilities = rmcp::model::ClientCapabilities::default();
-        capabilities.elicitation = Some(elicitation);
-        rmcp::model::ClientConfig::new(
-            capabilities,
-            rmcp::model::Implementation::new("answers", "0"),
-        )
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
-            let _ = self.asked.send(message);
-        }
-        let mut result = rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept);
-        result.content = Some(json!({ "decision": self.decision }));
-        Ok(result)
-    }
-}
-
 #[tokio::test]
 async fn serve_asks_a_client_with_elicitation_instead_of_refusing() {
     let outside = tempfile::tempdir().unwrap();
@@ -422,13 +390,8 @@ async fn serve_asks_a_client_with_elicitation_instead_of_refusing() {
     std::fs::write(&secret, "the answer\n").unwrap();
     for (decision, allowed) in [("once", true), ("reject", false)] {
         let sandbox = Sandbox::new();
-        let (asked_tx, mut asked) = mpsc::unbounded_channel();
-        let client = sandbox
-            .connect_with(Answers {
-                decision,
-                asked: asked_tx,
-            })
-            .await;
+        let (person, mut asked, _changes) = Person::new(Some(decision));
+        let client = sandbox.connect_with(person).await;
         let result = call(&client, "read", json!({ "filePath": path_str(&secret) })).await;
         let question = asked.try_recv().expect("the client was asked");
         assert!(question.contains("external_directory"), "{question}");

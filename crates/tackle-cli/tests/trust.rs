@@ -2,17 +2,19 @@
 //! nothing and widens nothing until the person trusts it (`tackle trust`, or yes to the prompt
 //! of an interactive `tackle call`), by its content; a change asks again; its rules never beat
 //! the user's deny; `config check` lists what is ignored and why; `serve` says so once per
-//! session in the first result. Each attempt is one of issue 31's first case.
+//! session in the first result, or asks the person through a client that can show a form. Each
+//! attempt is one of issue 31's first case.
 
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use rmcp::ServiceExt;
+use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use support::{call, text};
+use support::{Person, call, text};
 use tempfile::TempDir;
 
 /// A repository the attacker controls, a home with the user's own configuration, a data
@@ -531,4 +533,135 @@ async fn serve_says_so_once_per_session_in_the_first_result() {
     let _ = client.cancel().await;
     // `--yes` approves questions; it does not trust the repository.
     assert!(!mark.exists());
+}
+
+/// The hash `config check` names the project's configuration by, as people see it.
+fn shown_hash(repo: &Repo) -> String {
+    let output = repo.run(&["config", "check", "--json"]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    report["trust"]["hash"].as_str().unwrap()[..16].to_owned()
+}
+
+/// A repository with a hook that leaves `hook` and a custom tool `deploy`.
+fn hook_and_tool(repo: &Repo) -> PathBuf {
+    let mark = repo.mark("hook");
+    repo.project_config(json!({"hooks": {"before": [{"command": touch(&mark)}]}}));
+    repo.write(
+        ".tackle/tools/deploy.json",
+        &json!({
+            "name": "deploy", "description": "Deploys.",
+            "input": {"type": "object", "properties": {}},
+            "command": "true",
+        })
+        .to_string(),
+    );
+    mark
+}
+
+async fn tool_names<C: ClientHandler>(client: &RunningService<RoleClient, C>) -> Vec<String> {
+    let tools = client.list_all_tools().await.expect("tools/list");
+    tools
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn serve_asks_the_person_through_the_client_and_a_trust_applies_on_that_first_call() {
+    let repo = Repo::new();
+    let mark = hook_and_tool(&repo);
+    let hash = shown_hash(&repo);
+    let (person, mut questions, mut changes) = Person::new(Some("trust"));
+    let command = tokio::process::Command::from(repo.command(&["serve"]));
+    let client = person
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .expect("initialize");
+    assert!(!tool_names(&client).await.contains(&"deploy".to_owned()));
+    assert!(!mark.exists(), "listing asks nothing and runs nothing");
+
+    let first = call(&client, "read", json!({"filePath": "a.txt"})).await;
+    assert_eq!(first.is_error, Some(false), "{first:?}");
+    assert!(text(&first).contains("1\thello"), "{}", text(&first));
+    assert!(!text(&first).contains(NOTICE), "{}", text(&first));
+    assert!(mark.exists(), "the trusted hook runs on the first call");
+    // One question, with what trusting enables and the configuration's hash.
+    let question = questions.try_recv().expect("the person was asked");
+    for shown in [&hash, "hooks.before[0]", "deploy.json", "runs a command"] {
+        assert!(question.contains(shown), "{shown}: {question}");
+    }
+    tokio::time::timeout(std::time::Duration::from_secs(10), changes.recv())
+        .await
+        .expect("tools/list_changed in time");
+    assert!(tool_names(&client).await.contains(&"deploy".to_owned()));
+    let deployed = call(&client, "deploy", json!({})).await;
+    assert_eq!(deployed.is_error, Some(false), "{deployed:?}");
+    assert!(questions.try_recv().is_err(), "asked once");
+    let _ = client.cancel().await;
+
+    // Recorded as `tackle trust` records it: a later run needs no question.
+    let report: Value =
+        serde_json::from_slice(&repo.run(&["config", "check", "--json"]).stdout).unwrap();
+    assert_eq!(report["trust"]["trusted"], json!(true), "{report}");
+}
+
+#[tokio::test]
+async fn serve_asks_once_per_configuration_and_a_decline_keeps_it_ignored_with_the_notice() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let repo = Repo::new();
+    let mark = hook_and_tool(&repo);
+    let child = repo
+        .command(&["serve", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tackle serve --http");
+    let mut server = KillOnDrop(child);
+    let url = support::announced_url(&mut server.0);
+    let (person, mut questions, _changes) = Person::new(None);
+    let first = connect_http(&url, person).await;
+    let result = call(&first, "read", json!({"filePath": "a.txt"})).await;
+    assert!(text(&result).contains(NOTICE), "{}", text(&result));
+    assert!(text(&result).contains("1\thello"), "{}", text(&result));
+    assert!(questions.try_recv().is_ok(), "the person was asked");
+    let result = call(&first, "read", json!({"filePath": "a.txt"})).await;
+    assert!(!text(&result).contains(NOTICE), "{}", text(&result));
+    assert!(!tool_names(&first).await.contains(&"deploy".to_owned()));
+
+    // Another session of the same server: no second question, the notice once more.
+    let (person, mut again, _changes) = Person::new(Some("trust"));
+    let second = connect_http(&url, person).await;
+    let result = call(&second, "read", json!({"filePath": "a.txt"})).await;
+    assert!(text(&result).contains(NOTICE), "{}", text(&result));
+    assert!(again.try_recv().is_err(), "asked again after a decline");
+    assert!(questions.try_recv().is_err());
+    assert!(!mark.exists(), "a declined hook ran");
+    let _ = first.cancel().await;
+    let _ = second.cancel().await;
+    drop(server);
+    let report: Value =
+        serde_json::from_slice(&repo.run(&["config", "check", "--json"]).stdout).unwrap();
+    assert_eq!(report["trust"]["trusted"], json!(false), "{report}");
+}
+
+async fn connect_http(url: &str, person: Person) -> RunningService<RoleClient, Person> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url),
+    );
+    tokio::time::timeout(std::time::Duration::from_secs(20), person.serve(transport))
+        .await
+        .expect("initialize in time")
+        .expect("initialize")
+}
+
+/// Kills the server process when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

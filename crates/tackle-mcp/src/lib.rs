@@ -34,6 +34,10 @@
 //! shares a [`ClientCalls`] table with the server; clients without form elicitation get the
 //! host's fallback answer.
 //!
+//! Before a connection's first call, a host's step ([`TackleServer::with_before_first_call`])
+//! may ask the person behind the client one yes/no question by form elicitation (tackle asks
+//! whether to trust the project's configuration) and change the tools that call settles against.
+//!
 //! Nothing here writes to stdout except the transport itself; diagnostics go through
 //! `tracing`, which a stdio host must route to stderr. Over stdio ([`serve_stdio`],
 //! [`serve_lines`]) tackle reads lines itself, in front of rmcp: every request gets an answer
@@ -86,6 +90,7 @@ pub use http::{
     BearerToken, HEADER_READ_TIMEOUT, HttpOptions, HttpServing, IDLE_TIMEOUT, MAX_CONNECTIONS,
     serve_http,
 };
+pub use server::{Client, Confirmation, FirstCall, Prepared, QUESTION_TIMEOUT};
 pub use server::{
     PROGRESS_HEARTBEAT, ServeError, Serving, TackleServer, serve, serve_lines, serve_stdio,
 };

@@ -23,6 +23,9 @@ use crate::convert;
 use crate::elicit::ClientCalls;
 use crate::wire::{self, LineTransport};
 
+mod first_call;
+pub use first_call::{Client, Confirmation, FirstCall, Prepared, QUESTION_TIMEOUT};
+
 /// Produces the turn a request sees.
 type TurnFactory = dyn Fn() -> Turn + Send + Sync;
 
@@ -65,6 +68,8 @@ struct Connection {
     id: String,
     /// Runs with `id` when the connection is gone, when `id` is its session.
     end: Option<SessionEnd>,
+    /// Set once the host's step before the first call has run.
+    first_call: tokio::sync::OnceCell<()>,
 }
 
 impl Connection {
@@ -77,6 +82,7 @@ impl Connection {
                 None => inner.session_end.clone(),
                 Some(_) => None,
             },
+            first_call: tokio::sync::OnceCell::new(),
         }
     }
 }
@@ -136,6 +142,8 @@ struct Inner {
     open_world: Option<OpenWorld>,
     /// How long a call with a progress token may go without a progress notification.
     progress_heartbeat: Duration,
+    /// The host's step before each connection's first call.
+    before_first_call: Option<first_call::BeforeFirstCall>,
 }
 
 impl fmt::Debug for TackleServer {
@@ -172,6 +180,7 @@ impl TackleServer {
             notice: None,
             open_world: None,
             progress_heartbeat: PROGRESS_HEARTBEAT,
+            before_first_call: None,
         };
         Self {
             connection: Arc::new(Connection::new(&inner)),
@@ -406,6 +415,7 @@ impl ServerHandler for TackleServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.before_first_call(&context.peer, &context.ct).await;
         let turn = self.turn_for_call();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         // Unique across connections and processes: the connection's ID and the request's.

@@ -10,7 +10,8 @@ use std::process::Child;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::RunningService;
 use rmcp::{ClientHandler, RoleClient};
-use serde_json::Value;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 /// `value` as a JSON object; panics on anything else.
 pub(crate) fn object(value: Value) -> JsonObject {
@@ -40,6 +41,71 @@ pub(crate) fn text(result: &CallToolResult) -> String {
         .filter_map(|block| block.as_text().map(|text| text.text.clone()))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// What a client that shows forms (MCP form elicitation) declares, named `name`.
+pub(crate) fn form_client_info(name: &str) -> rmcp::model::ClientConfig {
+    let mut elicitation = rmcp::model::ElicitationCapability::new();
+    elicitation.form = Some(rmcp::model::FormElicitationCapability::new());
+    let mut capabilities = rmcp::model::ClientCapabilities::default();
+    capabilities.elicitation = Some(elicitation);
+    rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new(name, "0"))
+}
+
+/// An MCP client with form elicitation whose person answers every form: `Some(choice)` accepts
+/// it with that `decision`, `None` declines it. Each question and each `tools/list_changed` is reported.
+pub(crate) struct Person {
+    answer: Option<&'static str>,
+    asked: mpsc::UnboundedSender<String>,
+    changed: mpsc::UnboundedSender<()>,
+}
+
+impl Person {
+    pub(crate) fn new(
+        answer: Option<&'static str>,
+    ) -> (
+        Self,
+        mpsc::UnboundedReceiver<String>,
+        mpsc::UnboundedReceiver<()>,
+    ) {
+        let (asked, questions) = mpsc::unbounded_channel();
+        let (changed, changes) = mpsc::unbounded_channel();
+        let person = Self {
+            answer,
+            asked,
+            changed,
+        };
+        (person, questions, changes)
+    }
+}
+
+impl ClientHandler for Person {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        form_client_info("person")
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            let _ = self.asked.send(message);
+        }
+        use rmcp::model::{ElicitResult, ElicitationAction};
+        Ok(match self.answer {
+            Some(decision) => {
+                let mut result = ElicitResult::new(ElicitationAction::Accept);
+                result.content = Some(json!({ "decision": decision }));
+                result
+            }
+            None => ElicitResult::new(ElicitationAction::Decline),
+        })
+    }
+
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        let _ = self.changed.send(());
+    }
 }
 
 /// The URL a `tackle serve --http` child (with stderr piped) announced; the rest of its stderr
