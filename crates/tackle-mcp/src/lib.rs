@@ -72,6 +72,8 @@ mod http;
 mod server;
 mod wire;
 
+pub use convert::StructuredContent;
+
 pub use client::{
     BeforeCall, ConnectError, ConnectOptions, DEPTH_ENV, MAX_DEPTH, McpConnection, McpServerConfig,
     McpTransport, Supervisor, SupervisorState, assign_tool_names, connect, may_start_servers,

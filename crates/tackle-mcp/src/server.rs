@@ -19,7 +19,7 @@ use tackle_registry::{Location, RegistryChanges, ToolCall, Turn, TurnFilter};
 
 use tokio::sync::mpsc;
 
-use crate::convert;
+use crate::convert::{self, StructuredContent};
 use crate::elicit::ClientCalls;
 use crate::wire::{self, LineTransport};
 
@@ -136,6 +136,8 @@ struct Inner {
     open_world: Option<OpenWorld>,
     /// How long a call with a progress token may go without a progress notification.
     progress_heartbeat: Duration,
+    /// Which results carry `structuredContent`.
+    structured_content: StructuredContent,
 }
 
 impl fmt::Debug for TackleServer {
@@ -172,6 +174,7 @@ impl TackleServer {
             notice: None,
             open_world: None,
             progress_heartbeat: PROGRESS_HEARTBEAT,
+            structured_content: StructuredContent::default(),
         };
         Self {
             connection: Arc::new(Connection::new(&inner)),
@@ -253,6 +256,12 @@ impl TackleServer {
     pub fn with_progress_heartbeat(self, every: Duration) -> Self {
         let every = every.max(Duration::from_millis(1));
         self.reconfigure(|inner| inner.progress_heartbeat = every)
+    }
+
+    /// Which results carry `structuredContent` (default [`StructuredContent::WithoutText`]:
+    /// only structured-only output, so hosts that prefer it still show the model tackle's text).
+    pub fn with_structured_content(self, structured: StructuredContent) -> Self {
+        self.reconfigure(|inner| inner.structured_content = structured)
     }
 
     fn reconfigure(self, change: impl FnOnce(&mut Inner)) -> Self {
@@ -395,7 +404,7 @@ impl ServerHandler for TackleServer {
             .iter()
             .map(|tool| {
                 let open = open_world.is_none_or(|f| f(tool.name(), tool.definition()));
-                convert::tool(tool, open)
+                convert::tool(tool, open, self.inner.structured_content)
             })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
@@ -435,11 +444,13 @@ impl ServerHandler for TackleServer {
         let settlement = turn
             .settle(cx, ToolCall::new(request.name.as_ref(), arguments))
             .await;
+        // The client checks the result against the listing of the name it called.
+        let called = turn.get(request.name.as_ref());
         // No progress after the result.
         if let Some(forwarder) = forwarder {
             forwarder.abort();
         }
-        let mut result = convert::call_result(&settlement)?;
+        let mut result = convert::call_result(&settlement, called, self.inner.structured_content)?;
         if let Some(text) = self.inner.notice.as_ref().and_then(|n| n(self.session())) {
             result
                 .content
