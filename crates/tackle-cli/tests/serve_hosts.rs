@@ -146,7 +146,9 @@ async fn with_serve_structured_content_every_success_carries_a_value_its_output_
         r#"{ "serve": { "structuredContent": true } }"#,
     );
     let small = sandbox.write("a.txt", "hello\n");
-    let lines: String = (0..3000).map(|i| format!("line {i} of a long file\n")).collect();
+    let lines: String = (0..3000)
+        .map(|i| format!("line {i} of a long file\n"))
+        .collect();
     let big = sandbox.write("big.txt", &lines);
     let (client, _) = sandbox.serve().await;
     let tools = client.list_all_tools().await.unwrap();
@@ -158,9 +160,14 @@ async fn with_serve_structured_content_every_success_carries_a_value_its_output_
 
     let result = call(&client, "read", json!({ "filePath": small })).await;
     assert_eq!(result.is_error, Some(false), "{result:?}");
-    let value = result.structured_content.clone().expect("structuredContent");
+    let value = result
+        .structured_content
+        .clone()
+        .expect("structuredContent");
     assert!(
-        value["output"].as_str().is_some_and(|o| o.contains("hello")),
+        value["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("hello")),
         "{value}"
     );
     assert!(validator.is_valid(&value), "{value}");
@@ -169,8 +176,13 @@ async fn with_serve_structured_content_every_success_carries_a_value_its_output_
     // The value does not fit the output bound with the text: a stand-in the schema admits.
     let result = call(&client, "read", json!({ "filePath": big, "limit": 2000 })).await;
     assert_eq!(result.is_error, Some(false), "{result:?}");
-    let value = result.structured_content.clone().expect("structuredContent");
-    let omitted = value["structuredContentOmitted"].as_str().unwrap_or_default();
+    let value = result
+        .structured_content
+        .clone()
+        .expect("structuredContent");
+    let omitted = value["structuredContentOmitted"]
+        .as_str()
+        .unwrap_or_default();
     assert!(omitted.contains("did not fit the output bound"), "{value}");
     assert!(validator.is_valid(&value), "{value}");
     assert!(text(&result).contains("line 0 of a long file"));
@@ -191,12 +203,11 @@ async fn serve_exits_within_300_ms_of_sigint_with_stdin_open_jobs_killed_and_cal
     // A call still running when the signal comes.
     let peer = client.peer().clone();
     let pending = tokio::spawn(async move {
-        peer
-            .call_tool(
-                rmcp::model::CallToolRequestParams::new("bash")
-                    .with_arguments(support::object(json!({ "command": "sleep 902" }))),
-            )
-            .await
+        peer.call_tool(
+            rmcp::model::CallToolRequestParams::new("bash")
+                .with_arguments(support::object(json!({ "command": "sleep 902" }))),
+        )
+        .await
     });
     let deadline = Instant::now() + Duration::from_secs(10);
     while sandbox.marked_alive(pid).len() < 2 && Instant::now() < deadline {
@@ -231,5 +242,8 @@ async fn serve_exits_within_300_ms_of_sigint_with_stdin_open_jobs_killed_and_cal
     let interrupted = records.iter().find(|record| {
         record.tool == "bash" && record.outcome == tackle_core::OutcomeKind::Interrupted
     });
-    assert!(interrupted.is_some(), "the running call is journaled: {records:?}");
+    assert!(
+        interrupted.is_some(),
+        "the running call is journaled: {records:?}"
+    );
 }
