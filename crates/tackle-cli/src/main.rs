@@ -237,20 +237,48 @@ fn main() -> ExitCode {
     };
     // A server settles calls from its clients at the same time, so it gets a worker per core;
     // one-shot commands need one thread.
-    let mut builder = match cli.command {
-        Command::Serve { .. } => tokio::runtime::Builder::new_multi_thread(),
-        _ => tokio::runtime::Builder::new_current_thread(),
+    let serving = matches!(cli.command, Command::Serve { .. });
+    let mut builder = if serving {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
     };
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => return operational(anyhow::Error::new(error).context("cannot start")),
     };
     let result = runtime.block_on(run(cli, root, config));
-    // A thread blocked reading stdin (serve, ended by a signal) must not keep the process.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    if serving {
+        // `serve` has stopped and released everything it started; what is left is a thread
+        // blocked reading stdin (when a signal ended it), which must not delay the exit.
+        runtime.shutdown_background();
+    } else {
+        runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    }
     match result {
         Ok(code) => code,
         Err(error) => operational(error),
+    }
+}
+
+/// The longest a stopping server waits for the calls its closed connections cancelled (it
+/// usually takes a few milliseconds; a loaded machine may need more, and a host that escalates
+/// after 500 ms must still not have to).
+const CALLS_SETTLE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Drops the served host once the calls that hold it have settled (a cancelled call settles as
+/// interrupted and its journal row is written before it lets go), waiting at most
+/// [`CALLS_SETTLE`]. Dropping the host kills what it still runs: MCP servers, language servers.
+async fn release(mut host: std::sync::Arc<Host>) {
+    let deadline = tokio::time::Instant::now() + CALLS_SETTLE;
+    loop {
+        host = match std::sync::Arc::try_unwrap(host) {
+            Ok(host) => return drop(host),
+            // A call that outlives the wait is dropped with the runtime, recorded as interrupted.
+            Err(shared) if tokio::time::Instant::now() >= deadline => return drop(shared),
+            Err(shared) => shared,
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
 }
 
@@ -400,6 +428,11 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                     "restart `tackle serve` with --yes",
                 )
             };
+            let structured = if config.structured_content() {
+                tackle_mcp::StructuredContent::Declared
+            } else {
+                tackle_mcp::StructuredContent::WithoutText
+            };
             let reopen = serve_trust::Reopen {
                 root: root.clone(),
                 data_dir: data_dir.clone(),
@@ -418,7 +451,8 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             let mut server = host
                 .server()
                 .with_agent(agent.clone())
-                .with_client_calls(calls);
+                .with_client_calls(calls)
+                .with_structured_content(structured);
             // Without `--session`, every connection is a session of its own.
             if let Some(session) = session {
                 server = server.with_session(session);
@@ -438,8 +472,14 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             // The watcher's handle is the last one of the stdio connection: once it is gone,
             // the connection's session ends.
             let _ = watcher.await;
-            // The language servers get `shutdown` and `exit` before their groups are killed.
-            host.shutdown().await;
+            // Jobs get SIGTERM and language servers `shutdown` and `exit`, briefly, before
+            // their groups are killed.
+            host.shutdown(tackle_host::SHUTDOWN_GRACE).await;
+            let hosts = host.all();
+            drop(host);
+            for host in hosts {
+                release(host).await;
+            }
             served?;
             Ok(ExitCode::SUCCESS)
         }
@@ -597,8 +637,10 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 Some(notice) => format!("{notice}\n\n{text}"),
                 None => text,
             };
-            if json || settlement.model_result().is_some() {
+            if json {
                 print_stdout(&text)?;
+            } else if settlement.model_result().is_some() {
+                print_model_text(&text)?;
             }
             if let Some(problem) = render::operational_problem(&settlement) {
                 eprintln!("tackle: {problem}");
@@ -639,6 +681,17 @@ fn identity(session: &str, agent: &str) -> CallIdentity {
 }
 
 /// Writes `text` to stdout, ending it with one newline; empty text prints nothing.
+/// Prints `text` as the model reads it, byte for byte; a line end is added only for a person at
+/// a terminal, so piped output is exactly what an MCP client receives.
+fn print_model_text(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    if stdout.is_terminal() && !text.is_empty() && !text.ends_with('\n') {
+        stdout.write_all(b"\n")?;
+    }
+    stdout.flush().context("cannot write to stdout")
+}
+
 fn print_stdout(text: &str) -> anyhow::Result<()> {
     if text.is_empty() {
         return Ok(());

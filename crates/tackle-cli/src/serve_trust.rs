@@ -77,7 +77,7 @@ impl LiveHost {
     }
 
     /// Every host of this server, the current one first.
-    fn all(&self) -> Vec<Arc<Host>> {
+    pub(crate) fn all(&self) -> Vec<Arc<Host>> {
         let retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
         std::iter::once(self.current())
             .chain(retired.iter().cloned())
@@ -116,7 +116,7 @@ impl LiveHost {
     }
 
     /// Stops the watchers and shuts every host down (language servers, background jobs).
-    pub(crate) async fn shutdown(&self) {
+    pub(crate) async fn shutdown(&self, grace: std::time::Duration) {
         for watcher in self
             .watchers
             .lock()
@@ -133,7 +133,7 @@ impl LiveHost {
                 .take(),
         );
         for host in self.all() {
-            host.shutdown().await;
+            host.shutdown(grace).await;
         }
     }
 

@@ -1,9 +1,11 @@
 //! The official MCP Python SDK (`pip install mcp`, which `.ci/run` installs) as a client of
 //! `tackle serve --http`: it lists, calls (a small result and one past the output bound) and
-//! ends its session without a complaint, also when the server requires a bearer token.
+//! ends its session without a complaint, also when the server requires a bearer token, and
+//! accepts every result of a tool that declares an output schema (`serve.structuredContent`).
 
 mod support;
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use support::announced_url;
@@ -38,18 +40,31 @@ asyncio.run(main(*sys.argv[1:]))
 print("LOG", log.getvalue().replace("\n", " | "))
 "#;
 
-#[test]
-fn the_python_sdk_client_lists_calls_and_ends_its_session_cleanly() {
-    sdk_session(None);
-}
+/// The SDK client of a server whose configuration opts into `structuredContent`: it reads a
+/// small file and one past the output bound. The SDK raises when a tool that declares an
+/// `outputSchema` returns no structured content, or content the schema does not admit.
+const STRUCTURED_CLIENT: &str = r#"
+import asyncio, sys
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
-#[test]
-fn the_python_sdk_client_sends_the_bearer_token_the_server_requires() {
-    sdk_session(Some("sdk-0123456789abcdef0123456789"));
-}
+async def main(url, path, big_path):
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            schema = next(t for t in tools.tools if t.name == "read").output_schema
+            print("SCHEMA", schema is not None)
+            small = await session.call_tool("read", {"filePath": path})
+            print("SMALL", small.is_error, sorted((small.structured_content or {}).keys()))
+            big = await session.call_tool("read", {"filePath": big_path, "limit": 2000})
+            print("BIG", big.is_error, sorted((big.structured_content or {}).keys()))
 
-/// Runs the SDK client against a fresh server (requiring `token`, if any) and checks it.
-fn sdk_session(token: Option<&str>) {
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+"#;
+
+/// Fails with how to install the SDK when `python3 -c "import mcp"` does not run.
+fn require_sdk() {
     let sdk = Command::new("python3")
         .args(["-c", "import mcp"])
         .output()
@@ -59,18 +74,32 @@ fn sdk_session(token: Option<&str>) {
         "the MCP Python SDK is missing: run `python3 -m pip install mcp` (see .ci/run): {}",
         String::from_utf8_lossy(&sdk.stderr)
     );
+}
+
+/// A root with `a.txt` (one line) and `big.txt` (2,000 lines, past the output bound), plus
+/// `config` as its `.tackle/config.json` when given.
+fn project(config: Option<&str>) -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
-    let data = tempfile::tempdir().unwrap();
-    let file = root.path().join("a.txt");
-    std::fs::write(&file, "hello from tackle\n").unwrap();
-    let big = root.path().join("big.txt");
+    std::fs::write(root.path().join("a.txt"), "hello from tackle\n").unwrap();
     let lines: String = (0..2000)
         .map(|i| format!("line {i} of a file larger than the bound\n"))
         .collect();
-    std::fs::write(&big, lines).unwrap();
+    std::fs::write(root.path().join("big.txt"), lines).unwrap();
+    if let Some(config) = config {
+        std::fs::create_dir(root.path().join(".tackle")).unwrap();
+        std::fs::write(root.path().join(".tackle/config.json"), config).unwrap();
+    }
+    root
+}
+
+/// Runs the Python `client` with the URL of a `tackle serve --http` on `root` and the paths of
+/// `a.txt` and `big.txt`; returns its stdout once it succeeded.
+fn run_client(root: &Path, client: &str, token: Option<&str>) -> String {
+    require_sdk();
+    let data = tempfile::tempdir().unwrap();
     let mut server = Command::new(env!("CARGO_BIN_EXE_tackle"))
         .arg("--root")
-        .arg(root.path())
+        .arg(root)
         .arg("--data-dir")
         .arg(data.path())
         .args(["serve", "--http", "127.0.0.1:0"])
@@ -87,17 +116,34 @@ fn sdk_session(token: Option<&str>) {
     let url = announced_url(&mut server);
 
     let output = Command::new("python3")
-        .args(["-c", CLIENT, &url])
-        .arg(&file)
-        .arg(&big)
+        .args(["-c", client, &url])
+        .arg(root.join("a.txt"))
+        .arg(root.join("big.txt"))
         .args(token)
         .output()
         .expect("run the SDK client");
     let _ = server.kill();
     let _ = server.wait();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
+#[test]
+fn the_python_sdk_client_lists_calls_and_ends_its_session_cleanly() {
+    sdk_session(None);
+}
+
+#[test]
+fn the_python_sdk_client_sends_the_bearer_token_the_server_requires() {
+    sdk_session(Some("sdk-0123456789abcdef0123456789"));
+}
+
+/// Runs the SDK client against a fresh server (requiring `token`, if any) and checks it.
+fn sdk_session(token: Option<&str>) {
+    let root = project(None);
+    let stdout = run_client(root.path(), CLIENT, token);
     let tools: usize = stdout
         .lines()
         .find_map(|line| line.strip_prefix("TOOLS "))
@@ -114,5 +160,17 @@ fn sdk_session(token: Option<&str>) {
     assert!(
         !log.contains("Session termination failed"),
         "the SDK could not end its session: {log}"
+    );
+}
+
+#[test]
+fn the_python_sdk_accepts_declared_output_schemas_even_past_the_output_bound() {
+    let root = project(Some(r#"{ "serve": { "structuredContent": true } }"#));
+    let stdout = run_client(root.path(), STRUCTURED_CLIENT, None);
+    assert!(stdout.contains("SCHEMA True"), "{stdout}");
+    assert!(stdout.contains("SMALL False ['dataBase64'"), "{stdout}");
+    assert!(
+        stdout.contains("BIG False ['structuredContentOmitted']"),
+        "{stdout}"
     );
 }

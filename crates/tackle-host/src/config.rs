@@ -293,6 +293,8 @@ pub struct Config {
     snapshot: Option<bool>,
     /// `diagnostics.startTimeoutMs`.
     lsp_start_timeout_ms: Option<u64>,
+    /// `serve.structuredContent`.
+    structured_content: Option<bool>,
     /// The project's configuration and its trust state, when the project has any.
     trust: Option<ProjectTrust>,
 }
@@ -600,6 +602,12 @@ impl Config {
     /// Whether calls are bracketed by snapshots, when the configuration says.
     pub fn snapshot(&self) -> Option<bool> {
         self.snapshot
+    }
+
+    /// Whether `tackle serve` sends structured values and declares output schemas
+    /// (`serve.structuredContent`, default `false`).
+    pub fn structured_content(&self) -> bool {
+        self.structured_content.unwrap_or(false)
     }
 
     /// The most background jobs one session may run at once (default 8).

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tackle_builtins::{Ask, Gate, LocationFs, QuestionAsker, ToolEnv, tools::bash};
 use tackle_core::{Context, Provider, SessionState, Settlement, ToolCall, ToolDefinition};
@@ -457,16 +458,28 @@ pub struct Host {
     session_state: Arc<SqliteSessionState>,
 }
 
+/// How long background jobs and language servers get at shutdown to stop on their own before
+/// their process groups are killed: short, so a host that gives its server 500 ms to exit after
+/// SIGINT (Claude Code) never has to kill it.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(40);
+
 impl Host {
-    /// Shuts the language servers down gracefully (`shutdown`, `exit`, then a kill of each
-    /// process group). Dropping the host kills them at once instead.
-    pub async fn shutdown(&self) {
-        if let Some(jobs) = &self.jobs {
-            jobs.shutdown(bash::jobs::KILL_GRACE).await;
-        }
-        if let Some(lsp) = &self.lsp {
-            lsp.shutdown().await;
-        }
+    /// Stops the background jobs and the language servers, all at once, within about `grace`
+    /// (see [`SHUTDOWN_GRACE`]): SIGTERM to each job's process group, `shutdown` and `exit` to
+    /// each server, then whatever is still there is killed with its process group. Dropping the
+    /// host kills them at once instead.
+    pub async fn shutdown(&self, grace: Duration) {
+        let jobs = async {
+            if let Some(jobs) = &self.jobs {
+                jobs.shutdown(grace).await;
+            }
+        };
+        let lsp = async {
+            if let Some(lsp) = &self.lsp {
+                lsp.shutdown(grace).await;
+            }
+        };
+        futures_util::future::join(jobs, lsp).await;
     }
 
     /// A builder for a host of the Location at `root`.

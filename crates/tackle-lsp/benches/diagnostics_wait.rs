@@ -135,7 +135,7 @@ fn main() {
                 hover.as_secs_f64() * 1e3,
                 wait.as_secs_f64() / hover.as_secs_f64()
             );
-            manager.shutdown().await;
+            manager.shutdown(Duration::from_secs(1)).await;
         });
     }
 }

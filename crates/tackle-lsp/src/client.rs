@@ -443,18 +443,19 @@ impl Client {
         self.connection.request(method, params, wait).await
     }
 
-    /// `shutdown`, `exit`, then the process group is killed if it is still there after `grace`.
-    pub(crate) async fn shutdown(&self, grace: Duration) {
+    /// `shutdown`, `exit`, then the process group is killed if it is still there at `deadline`.
+    pub(crate) async fn shutdown(&self, deadline: tokio::time::Instant) {
         if self.alive() {
-            let _ = self
-                .connection
-                .request("shutdown", Value::Null, grace)
-                .await;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let _ = self.connection.request("shutdown", Value::Null, left).await;
             self.connection.notify("exit", Value::Null);
         }
         let child = self.child.lock().take();
         if let Some(mut child) = child {
-            if tokio::time::timeout(grace, child.wait()).await.is_err() {
+            if tokio::time::timeout_at(deadline, child.wait())
+                .await
+                .is_err()
+            {
                 self.kill();
                 let _ = child.kill().await;
             } else {

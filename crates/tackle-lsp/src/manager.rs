@@ -422,15 +422,18 @@ impl LspManager {
             })
     }
 
-    /// Shuts every server down: `shutdown`, `exit`, then the process group is killed.
-    pub async fn shutdown(&self) {
+    /// Shuts every server down at once: `shutdown` and `exit`, and the process group is killed
+    /// once the server exited or `grace` passed.
+    pub async fn shutdown(&self, grace: Duration) {
+        let deadline = tokio::time::Instant::now() + grace;
         let slots: Vec<_> = self.slots.lock().drain().map(|(_, slot)| slot).collect();
-        for slot in slots {
+        futures_util::future::join_all(slots.into_iter().map(|slot| async move {
             let client = slot.lock().await.client.take();
             if let Some(client) = client {
-                client.shutdown(Duration::from_secs(1)).await;
+                client.shutdown(deadline).await;
             }
-        }
+        }))
+        .await;
     }
 }
 

@@ -10,8 +10,8 @@
 //! problems. Error outcomes (unknown tool, invalid arguments, stale call, tool failure, denied
 //! permission) become results with `isError: true` carrying the model-facing text, because the
 //! model should read them and retry. Successes carry their content parts (text, images, other
-//! media as embedded resources) plus `structuredContent` when the structured output is a JSON
-//! object. Interrupted calls and defects are not results at all: they become JSON-RPC errors,
+//! media as embedded resources); `structuredContent` only for structured-only output, unless
+//! the host opts in ([`StructuredContent`]). Interrupted calls and defects are not results at all: they become JSON-RPC errors,
 //! and a defect's details (a panic payload) go to the log, never to the client.
 //!
 //! Each connection is a session of its own, with a fresh ID unique across connections and
@@ -79,6 +79,8 @@ mod elicit;
 mod http;
 mod server;
 mod wire;
+
+pub use convert::StructuredContent;
 
 pub use client::{
     BeforeCall, ConnectError, ConnectOptions, DEPTH_ENV, MAX_DEPTH, McpConnection, McpServerConfig,

@@ -19,7 +19,7 @@ use tackle_registry::{Location, RegistryChanges, ToolCall, Turn, TurnFilter};
 
 use tokio::sync::mpsc;
 
-use crate::convert;
+use crate::convert::{self, StructuredContent};
 use crate::elicit::ClientCalls;
 use crate::wire::{self, LineTransport};
 
@@ -144,6 +144,8 @@ struct Inner {
     progress_heartbeat: Duration,
     /// The host's step before each connection's first call.
     before_first_call: Option<first_call::BeforeFirstCall>,
+    /// Which results carry `structuredContent`.
+    structured_content: StructuredContent,
 }
 
 impl fmt::Debug for TackleServer {
@@ -181,6 +183,7 @@ impl TackleServer {
             open_world: None,
             progress_heartbeat: PROGRESS_HEARTBEAT,
             before_first_call: None,
+            structured_content: StructuredContent::default(),
         };
         Self {
             connection: Arc::new(Connection::new(&inner)),
@@ -262,6 +265,12 @@ impl TackleServer {
     pub fn with_progress_heartbeat(self, every: Duration) -> Self {
         let every = every.max(Duration::from_millis(1));
         self.reconfigure(|inner| inner.progress_heartbeat = every)
+    }
+
+    /// Which results carry `structuredContent` (default [`StructuredContent::WithoutText`]:
+    /// only structured-only output, so hosts that prefer it still show the model tackle's text).
+    pub fn with_structured_content(self, structured: StructuredContent) -> Self {
+        self.reconfigure(|inner| inner.structured_content = structured)
     }
 
     fn reconfigure(self, change: impl FnOnce(&mut Inner)) -> Self {
@@ -404,7 +413,7 @@ impl ServerHandler for TackleServer {
             .iter()
             .map(|tool| {
                 let open = open_world.is_none_or(|f| f(tool.name(), tool.definition()));
-                convert::tool(tool, open)
+                convert::tool(tool, open, self.inner.structured_content)
             })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
@@ -445,11 +454,13 @@ impl ServerHandler for TackleServer {
         let settlement = turn
             .settle(cx, ToolCall::new(request.name.as_ref(), arguments))
             .await;
+        // The client checks the result against the listing of the name it called.
+        let called = turn.get(request.name.as_ref());
         // No progress after the result.
         if let Some(forwarder) = forwarder {
             forwarder.abort();
         }
-        let mut result = convert::call_result(&settlement)?;
+        let mut result = convert::call_result(&settlement, called, self.inner.structured_content)?;
         if let Some(text) = self.inner.notice.as_ref().and_then(|n| n(self.session())) {
             result
                 .content

@@ -149,9 +149,11 @@ async fn filter_hides_tools() {
 }
 
 #[tokio::test]
-async fn success_has_structured_content_and_text() {
+async fn structured_only_output_keeps_its_structured_content_and_a_rendering_by_default() {
     let fixture = fixture();
     let connected = connect(TackleServer::new(fixture.location.clone(), AllTools)).await;
+    let tools = connected.client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().all(|tool| tool.output_schema.is_none()));
     let result = call(connected.client.peer(), "echo", json!({"text": "hi"})).await;
     assert_eq!(result.is_error, Some(false));
     assert_eq!(
@@ -159,7 +161,25 @@ async fn success_has_structured_content_and_text() {
         Some(json!({"echoed": "hi", "length": 2}))
     );
     let text = texts(&result);
-    assert!(text.contains("hi"), "{text}");
+    assert!(text.contains("\"echoed\": \"hi\""), "{text}");
+}
+
+#[tokio::test]
+async fn declared_structured_content_lists_output_schemas_and_sends_the_value() {
+    let fixture = fixture();
+    let server = TackleServer::new(fixture.location.clone(), AllTools)
+        .with_structured_content(tackle_mcp::StructuredContent::Declared);
+    let connected = connect(server).await;
+    let tools = connected.client.list_all_tools().await.expect("tools/list");
+    let echo = tools.iter().find(|tool| tool.name == "echo").unwrap();
+    assert!(echo.output_schema.is_some(), "{echo:?}");
+    let result = call(connected.client.peer(), "echo", json!({"text": "hi"})).await;
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"echoed": "hi", "length": 2}))
+    );
+    assert!(texts(&result).contains("hi"));
 }
 
 #[tokio::test]

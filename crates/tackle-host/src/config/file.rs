@@ -52,6 +52,8 @@ pub(crate) struct TackleFile {
     pub(crate) snapshot: Option<bool>,
     /// Commands run around tool calls: `before` may rewrite or refuse a call, `after` observes.
     pub(crate) hooks: Option<HooksSection>,
+    /// How `tackle serve` answers MCP clients.
+    pub(crate) serve: Option<ServeSection>,
 }
 
 /// The keys of a tackle configuration file, in the order they are documented.
@@ -71,6 +73,7 @@ pub(crate) const TACKLE_KEYS: &[&str] = &[
     "diagnostics",
     "snapshot",
     "hooks",
+    "serve",
 ];
 
 /// A `permission` value, its object keys in document order.
@@ -250,6 +253,16 @@ pub(crate) struct DiagnosticsSection {
     pub(crate) wait_ms: Option<Positive>,
     /// How long a server may take to start, in milliseconds (default 10000).
     pub(crate) start_timeout_ms: Option<Positive>,
+}
+
+/// How `tackle serve` answers MCP clients.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", expecting = "an object")]
+pub(crate) struct ServeSection {
+    /// Send each result's structured value as `structuredContent`, and declare each tool's
+    /// output as `outputSchema` (default `false`: the model reads tackle's text, even in hosts
+    /// that prefer `structuredContent`).
+    pub(crate) structured_content: Option<bool>,
 }
 
 /// Formatters by name, or `false` for none.

@@ -14,7 +14,7 @@ use tackle_permission::{
 use super::file::{
     AgentModeName, AgentSection, DiagnosticsSection, DirectionName, FormatterSetting, HooksSection,
     LimitsSection, LspSection, McpSection, ModelSection, NonEmpty, OpenCodeAgent, OpenCodeMcp,
-    OrderedBools, PermissionValue, ShellSection, Strings, TACKLE_KEYS,
+    OrderedBools, PermissionValue, ServeSection, ShellSection, Strings, TACKLE_KEYS,
 };
 use super::json::{self, Entry, Node, Pos, Value};
 use super::{AgentConfig, Config, Dialect, McpServer, McpTransport, ModelTools, Problem};
@@ -165,6 +165,13 @@ impl Reader<'_> {
                         if let Some(ms) = section.start_timeout_ms {
                             config.lsp_start_timeout_ms = Some(ms.0);
                         }
+                    }
+                }
+                "serve" => {
+                    if let Some(section) = self.decode::<ServeSection>(path, node)
+                        && let Some(on) = section.structured_content
+                    {
+                        config.structured_content = Some(on);
                     }
                 }
                 "shell" => self.shell(path, node, config),
