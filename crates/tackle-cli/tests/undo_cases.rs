@@ -347,7 +347,7 @@ async fn a_background_jobs_writes_are_its_own_and_overlap_asks_for_force() {
     let started = call(
         &client,
         "bash",
-        json!({"command": "sleep 3; echo done > job.log", "runInBackground": true}),
+        json!({"command": "sleep 4; echo done > job.log", "runInBackground": true}),
     )
     .await;
     assert_eq!(started.is_error, Some(false), "{}", text(&started));
@@ -366,10 +366,15 @@ async fn a_background_jobs_writes_are_its_own_and_overlap_asks_for_force() {
     call(
         &client,
         "bash",
-        json!({"command": "for i in $(seq 200); do echo $i >> busy.log; sleep 0.02; done", "runInBackground": true}),
+        json!({"command": "for i in $(seq 60); do echo $i >> busy.log; sleep 0.02; done; touch busy.done", "runInBackground": true}),
     )
     .await;
     bash(&client, "echo A > a.txt; sleep 0.3").await;
+    // The job has finished before the undos, so they race with nothing.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !project.path("busy.done").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let (_, history) = project.run(&["history"]);
     let line = history
         .lines()
