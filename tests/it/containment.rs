@@ -389,17 +389,33 @@ async fn only_tackle_s_own_directories_outside_the_root_need_no_question() {
         "{}",
         text(&read)
     );
-    // A managed output is readable without a question, but changing it asks.
-    let managed = place.dir("data").join("tool-output");
-    std::fs::create_dir_all(&managed).unwrap();
-    let kept = managed.join("kept.txt");
-    std::fs::write(&kept, "retained output\n").unwrap();
+    // A managed output this session's result named is readable without a question, but
+    // changing it asks.
+    let printing = json!({"tool": "bash", "parameters": {"command": "seq 1 9000"}});
+    let batch = place
+        .call("batch", json!({"tool_calls": [printing.clone(), printing]}))
+        .await;
+    let kept = text(&batch)
+        .split_whitespace()
+        .find(|w| w.contains("/tool-output/"))
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| panic!("no managed output named: {}", text(&batch)));
     let read = place.call("read", json!({"filePath": kept})).await;
     assert!(succeeded(&read), "{}", text(&read));
+    let retained = std::fs::read_to_string(&kept).unwrap();
+    // One this session's results never named is another session's: not shown, no question.
+    let theirs = kept.with_file_name("f".repeat(64));
+    std::fs::write(&theirs, "someone else's output\n").unwrap();
+    let read = place.call("read", json!({"filePath": theirs})).await;
+    assert!(
+        text(&read).contains("is a saved output of another session"),
+        "{}",
+        text(&read)
+    );
     let edit = place
         .call(
             "edit",
-            json!({"filePath": kept, "oldString": "retained", "newString": "changed"}),
+            json!({"filePath": kept, "oldString": "9000", "newString": "changed"}),
         )
         .await;
     assert!(
@@ -407,5 +423,5 @@ async fn only_tackle_s_own_directories_outside_the_root_need_no_question() {
         "{}",
         text(&edit)
     );
-    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "retained output\n");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), retained);
 }

@@ -534,3 +534,49 @@ fn a_configured_formatter_leaves_the_formatted_file_and_the_next_edit_is_not_sta
         "fn main() {\n    let  z=3;\n}\n"
     );
 }
+
+#[tokio::test]
+async fn lsp_results_leave_out_files_the_read_rules_protect() {
+    let Some(servers) = servers(&["pyright-langserver"]) else {
+        return;
+    };
+    let project = python_project(&servers);
+    // A deny only narrows, so the project's own rule applies without trust.
+    project.write(
+        ".tackle/config.json",
+        r#"{"diagnostics": {"waitMs": 15000, "startTimeoutMs": 60000},
+            "permission": {"read": {"vault.py": "deny"}}}"#,
+    );
+    let client = project.serve().await;
+    call(&client, "read", json!({"filePath": "main.py"})).await;
+    call(&client, "read", json!({"filePath": "lib.py"})).await;
+    // Written through the tools (a new file needs no read), so the server has it open.
+    let vault = "from lib import add\n\nTOKEN = 'sk-hidden-0123'\nprint(add(TOKEN, 2))\n";
+    call(
+        &client,
+        "write",
+        json!({"filePath": "vault.py", "content": vault}),
+    )
+    .await;
+    let references = text(
+        &call(
+            &client,
+            "lsp",
+            json!({"operation": "findReferences", "filePath": "lib.py", "line": 1, "character": 5}),
+        )
+        .await,
+    );
+    assert!(
+        references.contains("main.py:3:7: print(add(1, 2))"),
+        "{references}"
+    );
+    assert!(
+        !references.contains("sk-hidden") && !references.contains("vault.py"),
+        "{references}"
+    );
+    assert!(
+        references.contains("in files your permission rules do not let you read"),
+        "{references}"
+    );
+    client.cancel().await.unwrap();
+}
