@@ -268,7 +268,10 @@ pub fn find_program(program: &str, path_var: &OsStr) -> Option<PathBuf> {
         let path = PathBuf::from(program);
         return executable(&path).then_some(path);
     }
+    // A relative entry (`.`, or the empty one, which means the current directory) would let a
+    // repository's own binary stand in for a built-in server: only absolute directories count.
     std::env::split_paths(path_var)
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(program))
         .find(|candidate| executable(candidate))
 }
@@ -295,6 +298,40 @@ pub fn project_root(file: &Path, boundary: &Path, markers: &[String]) -> PathBuf
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_path_entries_never_find_a_program() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("fake-langserver");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let absolute = dir.path().as_os_str().to_owned();
+        assert_eq!(find_program("fake-langserver", &absolute), Some(program));
+        // The same directory named relative to where tackle runs, and the empty entry.
+        let relative = pathdiff(dir.path());
+        for path_var in [
+            relative.as_os_str(),
+            std::ffi::OsStr::new(""),
+            std::ffi::OsStr::new("."),
+        ] {
+            assert_eq!(
+                find_program("fake-langserver", path_var),
+                None,
+                "{path_var:?}"
+            );
+        }
+    }
+
+    /// `path` relative to the current directory (through `..` up to `/`).
+    fn pathdiff(path: &Path) -> PathBuf {
+        let cwd = std::env::current_dir().unwrap();
+        let mut relative = PathBuf::new();
+        for _ in cwd.components().skip(1) {
+            relative.push("..");
+        }
+        relative.join(path.strip_prefix("/").unwrap())
+    }
 
     fn fake_bin(dir: &Path, name: &str) {
         use std::os::unix::fs::PermissionsExt;
