@@ -200,6 +200,7 @@ impl ToolEnv {
     /// Whether the real path `real` is one of tackle's own output files that belongs to another
     /// session than `cx`'s: a managed output no result of this session named, or a spool file
     /// in another session's directory.
+    #[cfg(any(feature = "fs", feature = "search", feature = "lsp"))]
     pub(crate) fn foreign_output(&self, cx: &tackle_core::Context, real: &Path) -> bool {
         let Some(outputs) = &self.outputs else {
             return false;

@@ -20,6 +20,7 @@ pub(crate) fn read_ask(name: &str) -> Ask {
 }
 
 /// Decides, for one call, which files may be shown without asking.
+#[cfg(any(feature = "search", feature = "lsp"))]
 #[derive(Clone, Debug)]
 pub(crate) struct Readable {
     fs: LocationFs,
@@ -28,6 +29,7 @@ pub(crate) struct Readable {
     cx: Context,
 }
 
+#[cfg(any(feature = "search", feature = "lsp"))]
 impl Readable {
     /// The decision for the call in `cx`, under its agent's rules and the approvals saved now.
     pub(crate) fn new(env: &ToolEnv, cx: &Context) -> Self {
