@@ -398,3 +398,37 @@ fn a_data_directory_inside_the_location_is_not_snapshotted() {
     let paths: Vec<String> = change.files.iter().map(|f| f.path.display()).collect();
     assert_eq!(paths, ["a.txt"]);
 }
+
+#[test]
+fn a_directory_swapped_for_a_link_is_never_listed_through_it() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root_path = std::fs::canonicalize(root.path()).unwrap();
+    std::fs::create_dir(root_path.join("d")).unwrap();
+    std::fs::write(root_path.join("d/f"), "inside\n").unwrap();
+    std::fs::write(outside.path().join("x"), "outside only\n").unwrap();
+    let snapshots = open(&root_path, data.path());
+    let change = recorded(&snapshots, "c1", || {
+        // The file inside changes too, so the watcher names `d` as well as the root.
+        std::fs::write(root_path.join("d/f"), "changed\n").unwrap();
+        std::fs::remove_dir_all(root_path.join("d")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root_path.join("d")).unwrap();
+    })
+    .unwrap();
+    let hash = blake3::hash(b"outside only\n").to_hex().to_string();
+    let stored = std::fs::read_dir(data.path()).unwrap().any(|e| {
+        e.unwrap()
+            .path()
+            .join("objects")
+            .join(&hash[..2])
+            .join(&hash)
+            .exists()
+    });
+    assert!(
+        !stored,
+        "a file outside the Location was read through the link"
+    );
+    let paths: Vec<String> = change.files.iter().map(|f| f.path.display()).collect();
+    assert_eq!(paths, ["d", "d/f"]);
+}

@@ -154,6 +154,9 @@ impl Tree {
     fn scan(&mut self, objects: &Objects, mut stack: Vec<(DirKey, bool)>) {
         let taken_ns = now_ns();
         let mut seen = BTreeSet::new();
+        // Parents first (the stack pops from its end): a directory that became a link or a file
+        // is settled by its parent before anything would list it.
+        stack.reverse();
         while let Some((dir, subtree)) = stack.pop() {
             if !seen.insert((dir.clone(), subtree)) {
                 continue;
@@ -165,6 +168,9 @@ impl Tree {
     /// Removes the children of `dir` that are gone from the disk.
     fn drop_missing_children(&mut self, dir: &DirKey) {
         let path = self.abs(dir);
+        if !is_real_dir(&path) {
+            return;
+        }
         let Ok(names) = list(&path) else { return };
         let gone: Vec<RelPath> = self
             .children(dir)
@@ -190,6 +196,10 @@ impl Tree {
             return Vec::new();
         }
         let path = self.abs(dir);
+        // Never list through a symlink: what it points to is not the Location's.
+        if !is_real_dir(&path) {
+            return Vec::new();
+        }
         if let Some(watcher) = self.watcher.as_mut()
             && !watcher.watch(&path, dir)
         {
@@ -529,6 +539,11 @@ impl Tree {
 }
 
 const CACHE_HEADER: &[u8] = b"tackle-snapshot-cache 2\n";
+
+/// Whether `path` is a directory itself, not a link to one.
+fn is_real_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir())
+}
 
 /// The names in a directory, `.` and `..` left out.
 fn list(path: &Path) -> std::io::Result<BTreeSet<Vec<u8>>> {
