@@ -292,11 +292,14 @@ impl LocationFs {
     /// gives it in [`Resolved::display_name`]. `None` when it cannot be resolved. Blocking.
     pub fn real_name_blocking(&self, path: &Path) -> Option<String> {
         let canonical = std::fs::canonicalize(path).ok()?;
-        let canonical_str = slashed(&canonical);
-        Some(
-            self.relative_of_real(&canonical_str)
-                .unwrap_or(canonical_str),
-        )
+        Some(self.name_of_real(&canonical))
+    }
+
+    /// [`real_name_blocking`](Self::real_name_blocking) for a path already canonical.
+    pub(crate) fn name_of_real(&self, canonical: &Path) -> String {
+        let canonical_str = slashed(canonical);
+        self.relative_of_real(&canonical_str)
+            .unwrap_or(canonical_str)
     }
 
     /// When `given` names a symlink, the link itself (not followed): its own location, judged

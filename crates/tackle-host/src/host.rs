@@ -260,8 +260,8 @@ impl HostBuilder {
             .with_session_state(session_state.clone())
             .with_review(code.review.clone())
             .with_session_outputs(tackle_builtins::tools::SessionOutputs {
-                managed: std::path::PathBuf::from(canonical(&output_dir)),
-                spool: std::path::PathBuf::from(canonical(&spool_dir)),
+                managed: std::fs::canonicalize(&output_dir).unwrap_or_else(|_| output_dir.clone()),
+                spool: std::fs::canonicalize(&spool_dir).unwrap_or_else(|_| spool_dir.clone()),
             });
 
         let location = Location::new(

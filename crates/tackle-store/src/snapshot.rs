@@ -16,7 +16,7 @@
 //! under its identity. Reverting ([`revert`]) plans every step first and applies all or none.
 
 mod codec;
-pub mod contained;
+mod contained;
 mod path;
 pub mod revert;
 mod tree;

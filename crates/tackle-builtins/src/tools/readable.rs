@@ -11,7 +11,6 @@ use tackle_core::Context;
 use tackle_core::names::Permission;
 
 use super::ToolEnv;
-use crate::fs::LocationFs;
 use crate::gate::{Ask, GateJudgment};
 
 /// The question `read` asks before showing the file named `name` (its display name).
@@ -23,7 +22,6 @@ pub(crate) fn read_ask(name: &str) -> Ask {
 #[cfg(any(feature = "search", feature = "lsp"))]
 #[derive(Clone, Debug)]
 pub(crate) struct Readable {
-    fs: LocationFs,
     judgment: GateJudgment,
     env: ToolEnv,
     cx: Context,
@@ -34,7 +32,6 @@ impl Readable {
     /// The decision for the call in `cx`, under its agent's rules and the approvals saved now.
     pub(crate) fn new(env: &ToolEnv, cx: &Context) -> Self {
         Self {
-            fs: env.fs.clone(),
             judgment: env.gate.judgment(cx),
             env: env.clone(),
             cx: cx.clone(),
@@ -45,14 +42,13 @@ impl Readable {
     /// allowed at once. A path that cannot be resolved is not shown. Blocking.
     /// Another session's saved output is never shown.
     pub(crate) fn shows(&self, path: &Path) -> bool {
-        if let Ok(real) = std::fs::canonicalize(path)
-            && self.env.foreign_output(&self.cx, &real)
-        {
+        let Ok(real) = std::fs::canonicalize(path) else {
             return false;
-        }
-        self.fs
-            .real_name_blocking(path)
-            .is_some_and(|name| self.judgment.allows(&read_ask(&name)))
+        };
+        !self.env.foreign_output(&self.cx, &real)
+            && self
+                .judgment
+                .allows(&read_ask(&self.env.fs.name_of_real(&real)))
     }
 }
 

@@ -20,7 +20,7 @@ use super::{Entry, Kind, MAX_KEPT_FILE, Objects, RelPath, SnapshotError};
 
 /// What is at a path now.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// Nothing.
     Absent,
     /// A file, symlink or directory.
@@ -31,7 +31,7 @@ pub enum Found {
 
 impl Found {
     /// The entry, if a tracked kind is there.
-    pub fn entry(&self) -> Option<&Entry> {
+    pub(crate) fn entry(&self) -> Option<&Entry> {
         match self {
             Found::Entry(entry) => Some(entry),
             _ => None,
@@ -39,7 +39,7 @@ impl Found {
     }
 
     /// Whether this is the state `want` (absent for `None`).
-    pub fn is(&self, want: Option<&Entry>) -> bool {
+    pub(crate) fn is(&self, want: Option<&Entry>) -> bool {
         match (self, want) {
             (Found::Absent, None) => true,
             (Found::Entry(have), Some(want)) => have.same_as(want),
@@ -50,7 +50,7 @@ impl Found {
 
 /// Why a path's directory could not be opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DirError {
+pub(crate) enum DirError {
     /// A component does not exist.
     Missing(RelPath),
     /// A component is a file or something else that is not a directory (nothing can be under
@@ -63,13 +63,13 @@ pub enum DirError {
 }
 
 /// The Location's root, open.
-pub struct Root {
+pub(crate) struct Root {
     fd: OwnedFd,
 }
 
 impl Root {
     /// Opens the root directory (its real path).
-    pub fn open(path: &Path) -> std::io::Result<Self> {
+    pub(crate) fn open(path: &Path) -> std::io::Result<Self> {
         let fd = rustix::fs::open(
             path,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -79,7 +79,7 @@ impl Root {
     }
 
     /// Opens `dir` (`None`: the root itself) with no symlink on the way.
-    pub fn dir(&self, dir: Option<&RelPath>) -> Result<OwnedFd, DirError> {
+    pub(crate) fn dir(&self, dir: Option<&RelPath>) -> Result<OwnedFd, DirError> {
         let mut fd = rustix::io::dup(&self.fd).map_err(|e| DirError::Other(e.to_string()))?;
         let Some(dir) = dir else { return Ok(fd) };
         let mut so_far: Option<RelPath> = None;
@@ -115,7 +115,7 @@ impl Root {
 }
 
 /// Takes the directory's cross-process lock (the file tools take the same one) until dropped.
-pub fn lock(dir: &OwnedFd) -> std::io::Result<()> {
+pub(crate) fn lock(dir: &OwnedFd) -> std::io::Result<()> {
     rustix::fs::flock(dir, FlockOperation::LockExclusive)?;
     Ok(())
 }

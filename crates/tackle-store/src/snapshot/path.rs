@@ -25,11 +25,6 @@ impl RelPath {
         valid.then_some(Self(bytes))
     }
 
-    /// The path of `path` under `root`, if it lies strictly under it.
-    pub fn under(root: &Path, path: &Path) -> Option<Self> {
-        Self::new(path.strip_prefix(root).ok()?.as_os_str().as_bytes())
-    }
-
     /// `self/name`.
     pub fn join(&self, name: &[u8]) -> Self {
         let mut bytes = Vec::with_capacity(self.0.len() + 1 + name.len());

@@ -21,7 +21,6 @@
 //! before it, so the tree is as it was and the caller can say nothing changed.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::fmt::Write as _;
 
 use super::contained::{self, DirError, Found, Root};
 use super::{
@@ -158,11 +157,12 @@ pub fn plan(snapshots: &Snapshots, changes: &[Change]) -> Result<Plan, SnapshotE
             }
         }
     }
-    let shadowed_count = wants
-        .keys()
-        .filter(|path| is_shadowed(path, &shadowed))
-        .count()
-        + shadowed.len();
+    // Every shadowed path once: those listed, and those under a listed directory.
+    let shadowed_count = shadowed.len()
+        + wants
+            .keys()
+            .filter(|path| !shadowed.contains(*path) && is_shadowed(path, &shadowed))
+            .count();
     wants.retain(|path, want| {
         !is_shadowed(path, &shadowed) && !same_state(want.desired.as_ref(), want.expected.as_ref())
     });
@@ -221,8 +221,8 @@ pub fn plan(snapshots: &Snapshots, changes: &[Change]) -> Result<Plan, SnapshotE
             (Some(_), None) => Action::Recreate,
             (Some(_), Some(_)) => Action::Restore,
         };
-        let desired_text = text_of(snapshots, want.desired.as_ref()).unwrap_or_default();
-        let current_text = text_of(snapshots, current.entry()).unwrap_or_default();
+        let desired_text = text(snapshots, want.desired.as_ref()).unwrap_or_default();
+        let current_text = text(snapshots, current.entry()).unwrap_or_default();
         let (additions, deletions) = diffstat(&current_text, &desired_text);
         if blocked.is_none() {
             blocked = match (&current, &want.desired) {
@@ -524,9 +524,9 @@ fn same_found(a: &Found, b: &Found) -> bool {
     }
 }
 
-/// Carries out `plan` (conflicts too when `force`), all or nothing. Returns the paths whose
-/// state changed.
-pub fn apply(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result<Vec<RelPath>, ApplyError> {
+/// Carries out `plan` (conflicts too when `force`), all or nothing: every path of
+/// [`Plan::delta`] is written, or none.
+pub fn apply(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result<(), ApplyError> {
     if !plan.can_apply(force) {
         return Err(ApplyError::Refused);
     }
@@ -570,15 +570,12 @@ pub fn apply(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result<Vec<RelP
             }
         });
     }
-    Ok(plan
-        .files
-        .iter()
-        .filter(|f| f.kept.is_none())
-        .map(|f| f.path.clone())
-        .collect())
+    Ok(())
 }
 
-fn text_of(snapshots: &Snapshots, entry: Option<&Entry>) -> Option<String> {
+/// The text of a file's content in a change, for diffs (`None` for binary, links, directories,
+/// and content not kept).
+pub fn text(snapshots: &Snapshots, entry: Option<&Entry>) -> Option<String> {
     let entry = entry?;
     if entry.kind != Kind::File || !entry.kept {
         return None;
@@ -602,19 +599,9 @@ pub fn diffstat(from: &str, to: &str) -> (usize, usize) {
 
 /// A unified diff from `from` to `to`, named `path`.
 pub fn unified(path: &str, from: &str, to: &str) -> String {
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "{}",
-        similar::TextDiff::from_lines(from, to)
-            .unified_diff()
-            .context_radius(3)
-            .header(&format!("a/{path}"), &format!("b/{path}"))
-    );
-    out
-}
-
-/// The text of a path's content in a change, for diffs (`None` for binary, links, directories).
-pub fn text(snapshots: &Snapshots, entry: Option<&Entry>) -> Option<String> {
-    text_of(snapshots, entry)
+    similar::TextDiff::from_lines(from, to)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
 }

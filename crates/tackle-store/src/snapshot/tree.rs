@@ -136,12 +136,9 @@ impl Tree {
         };
         match dirty {
             Dirty::Everything => self.scan(objects, vec![(None, true)]),
+            // A moved directory's watch is re-pointed by the watcher whichever of its two
+            // names is scanned first.
             Dirty::Dirs(dirs) => {
-                // Directories that left the tree first, so a moved directory's watch is
-                // re-pointed at its new name after the old one is forgotten.
-                for dir in &dirs {
-                    self.drop_missing_children(dir);
-                }
                 self.scan(objects, dirs.into_iter().map(|dir| (dir, false)).collect());
             }
         }
@@ -162,23 +159,6 @@ impl Tree {
                 continue;
             }
             stack.extend(self.scan_dir(objects, &dir, subtree, taken_ns));
-        }
-    }
-
-    /// Removes the children of `dir` that are gone from the disk.
-    fn drop_missing_children(&mut self, dir: &DirKey) {
-        let path = self.abs(dir);
-        if !is_real_dir(&path) {
-            return;
-        }
-        let Ok(names) = list(&path) else { return };
-        let gone: Vec<RelPath> = self
-            .children(dir)
-            .into_iter()
-            .filter(|child| !names.contains(child.name()))
-            .collect();
-        for child in gone {
-            self.set(&child, None);
         }
     }
 
