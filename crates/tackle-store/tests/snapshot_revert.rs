@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, PermissionsExt as _};
 use std::path::Path;
 
 use proptest::prelude::*;
@@ -431,4 +431,35 @@ fn a_directory_swapped_for_a_link_is_never_listed_through_it() {
     );
     let paths: Vec<String> = change.files.iter().map(|f| f.path.display()).collect();
     assert_eq!(paths, ["d", "d/f"]);
+}
+
+#[test]
+fn a_fifo_in_the_tree_is_opaque_never_opened_and_never_reverted() {
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root_path = std::fs::canonicalize(root.path()).unwrap();
+    std::fs::write(root_path.join("a.txt"), "a\n").unwrap();
+    let snapshots = open(&root_path, data.path());
+    // Opening a FIFO for reading would block until a writer came: the snapshot must not.
+    let change = recorded(&snapshots, "c1", || {
+        let made = std::process::Command::new("mkfifo")
+            .arg(root_path.join("pipe"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        std::fs::write(root_path.join("a.txt"), "b\n").unwrap();
+    })
+    .unwrap();
+    let paths: Vec<String> = change.files.iter().map(|f| f.path.display()).collect();
+    assert_eq!(paths, ["a.txt"]);
+    assert_eq!(change.shadowed.len(), 1, "the FIFO is shadowed: {change:?}");
+    let plan = revert::plan(&snapshots, &[change]).unwrap();
+    revert::apply(&snapshots, &plan, false).unwrap();
+    assert!(
+        std::fs::symlink_metadata(root_path.join("pipe"))
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    assert_eq!(std::fs::read(root_path.join("a.txt")).unwrap(), b"a\n");
 }
