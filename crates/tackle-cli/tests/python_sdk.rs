@@ -8,7 +8,7 @@ mod support;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use support::announced_url;
+use support::{announced_url, require_sdk};
 
 /// The SDK client: lists the tools, reads a file, closes (which sends `DELETE`), and prints
 /// what it saw and every warning the SDK logged.
@@ -62,19 +62,6 @@ async def main(url, path, big_path):
 
 asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
 "#;
-
-/// Fails with how to install the SDK when `python3 -c "import mcp"` does not run.
-fn require_sdk() {
-    let sdk = Command::new("python3")
-        .args(["-c", "import mcp"])
-        .output()
-        .expect("python3 runs; install it, then `python3 -m pip install mcp` (see .ci/run)");
-    assert!(
-        sdk.status.success(),
-        "the MCP Python SDK is missing: run `python3 -m pip install mcp` (see .ci/run): {}",
-        String::from_utf8_lossy(&sdk.stderr)
-    );
-}
 
 /// A root with `a.txt` (one line) and `big.txt` (2,000 lines, past the output bound), plus
 /// `config` as its `.tackle/config.json` when given.

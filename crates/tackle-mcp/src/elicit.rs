@@ -8,19 +8,41 @@
 //! that does not support form elicitation, or a call that did not come through MCP, goes to the
 //! fallback approver instead (the CLI's: approve with `--yes`, else refuse with a message).
 //!
-//! Protocol revisions from 2026-07-28 forbid server-to-client requests; rmcp refuses to send
-//! them, and the question goes to the fallback too.
+//! Protocol revisions from 2026-07-28 forbid server-to-client requests. A client on such a
+//! revision that declares form elicitation is asked through the call itself instead: the
+//! server answers the `tools/call` with an `input_required` result carrying the same form, and
+//! the client's retry brings the answer ([`crate::server`]'s `input_required` module). Any
+//! other client of those revisions gets the fallback.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tackle_permission::{Approver, PermissionRequest, PermissionService, Reply, RequestId};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
+
+/// How the person behind a running call is asked a question.
+#[derive(Clone)]
+pub(crate) enum Asker {
+    /// With an `elicitation/create` request to the client (revisions before 2026-07-28).
+    Request(Peer<RoleServer>),
+    /// Through the call's own `input_required` result: the server's call driver receives the
+    /// question and sends the client's answer back.
+    InputRequired(mpsc::UnboundedSender<Question>),
+}
+
+/// A permission question for the call driver to put in an `input_required` result.
+pub(crate) struct Question {
+    /// The form to show, as `elicitation/create` would carry it.
+    pub(crate) params: ElicitRequestParams,
+    /// Where the client's `ElicitResult` goes; dropped when nobody will answer.
+    pub(crate) answer: oneshot::Sender<Value>,
+}
 
 /// Which MCP client each running call came from. Cheap to clone: clones share one table.
 ///
@@ -28,7 +50,7 @@ use tokio::task::AbortHandle;
 /// [`ElicitingApprover`].
 #[derive(Clone, Default)]
 pub struct ClientCalls {
-    inner: Arc<Mutex<HashMap<String, Peer<RoleServer>>>>,
+    inner: Arc<Mutex<HashMap<String, Asker>>>,
 }
 
 impl fmt::Debug for ClientCalls {
@@ -45,21 +67,21 @@ impl ClientCalls {
         Self::default()
     }
 
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Peer<RoleServer>>> {
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Asker>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records that `call` came from `peer` until the returned guard drops.
-    pub(crate) fn enter(&self, call: String, peer: Peer<RoleServer>) -> RunningCall {
-        self.table().insert(call.clone(), peer);
+    /// Records how to ask about `call` until the returned guard drops.
+    pub(crate) fn enter(&self, call: String, asker: Asker) -> RunningCall {
+        self.table().insert(call.clone(), asker);
         RunningCall {
             calls: self.clone(),
             call,
         }
     }
 
-    /// The client of the running call `call`.
-    fn client_of(&self, call: &str) -> Option<Peer<RoleServer>> {
+    /// How to ask about the running call `call`.
+    fn asker_of(&self, call: &str) -> Option<Asker> {
         self.table().get(call).cloned()
     }
 }
@@ -118,20 +140,24 @@ impl ElicitingApprover {
         self.asking.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The client to ask about `request`, when there is one that accepts form elicitation.
-    fn client_for(&self, request: &PermissionRequest) -> Option<Peer<RoleServer>> {
+    /// How to ask about `request`, when its client can be asked with a form.
+    fn asker_for(&self, request: &PermissionRequest) -> Option<Asker> {
         let call = request.tool_call.as_ref()?;
-        let peer = self.calls.client_of(&call.call)?;
-        peer.supported_elicitation_modes()
-            .contains(&ElicitationMode::Form)
-            .then_some(peer)
+        match self.calls.asker_of(&call.call)? {
+            Asker::Request(peer) => peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form)
+                .then_some(Asker::Request(peer)),
+            // The server chose this route only for a client that declared form elicitation.
+            asker @ Asker::InputRequired(_) => Some(asker),
+        }
     }
 }
 
 impl Approver for ElicitingApprover {
     fn ask(&self, request: &PermissionRequest) {
-        let (Some(peer), Some(service), Ok(runtime)) = (
-            self.client_for(request),
+        let (Some(asker), Some(service), Ok(runtime)) = (
+            self.asker_for(request),
             self.service.get().cloned(),
             tokio::runtime::Handle::try_current(),
         ) else {
@@ -145,12 +171,29 @@ impl Approver for ElicitingApprover {
             requested_schema: form(),
         };
         let task = runtime.spawn(async move {
-            let reply = match peer.create_elicitation(params).await {
-                Ok(result) => reply_of(result.action, result.content.as_ref()),
-                Err(error) => Reply::NoOneToAsk {
-                    reason: format!("the MCP client could not show the question: {error}"),
-                    remedy: Some("restart the server with --yes".to_owned()),
+            let reply = match asker {
+                Asker::Request(peer) => match peer.create_elicitation(params).await {
+                    Ok(result) => reply_of(result.action, result.content.as_ref()),
+                    Err(error) => Reply::NoOneToAsk {
+                        reason: format!("the MCP client could not show the question: {error}"),
+                        remedy: Some("restart the server with --yes".to_owned()),
+                    },
                 },
+                Asker::InputRequired(questions) => {
+                    let (answer, answered) = oneshot::channel();
+                    let sent = questions.send(Question { params, answer }).is_ok();
+                    match answered.await {
+                        Ok(value) if sent => match serde_json::from_value::<ElicitResult>(value) {
+                            Ok(result) => reply_of(result.action, result.content.as_ref()),
+                            Err(_) => Reply::Reject { message: None },
+                        },
+                        _ => Reply::NoOneToAsk {
+                            reason: "the MCP client did not answer the permission question"
+                                .to_owned(),
+                            remedy: Some("restart the server with --yes".to_owned()),
+                        },
+                    }
+                }
             };
             if let Some(service) = service.upgrade()
                 && let Err(error) = service.reply(&id, reply)

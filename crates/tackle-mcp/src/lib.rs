@@ -92,7 +92,10 @@ pub use http::{
     BearerToken, HEADER_READ_TIMEOUT, HttpOptions, HttpServing, IDLE_TIMEOUT, MAX_CONNECTIONS,
     serve_http,
 };
-pub use server::{Client, Confirmation, FirstCall, Prepared, QUESTION_TIMEOUT};
+pub use server::{
+    Client, Confirmation, FirstCall, INPUT_REQUIRED_TIMEOUT, MAX_WAITING, Prepared,
+    QUESTION_TIMEOUT,
+};
 pub use server::{
     PROGRESS_HEARTBEAT, ServeError, Serving, TackleServer, serve, serve_lines, serve_stdio,
 };

@@ -6,25 +6,33 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
+    SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext, RunningService, ServerInitializeError};
+use rmcp::service::{
+    NotificationContext, RequestContext, RunningService, ServerInitializeError,
+    SubscriptionContext, SubscriptionSink,
+};
 use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
-use tackle_core::{AgentId, CallIdentity, Context, Progress, ToolDefinition};
+use tackle_core::{AgentId, CallIdentity, Concurrency, Context, Progress, ToolDefinition};
 use tackle_registry::{Location, RegistryChanges, ToolCall, Turn, TurnFilter};
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::convert::{self, StructuredContent};
-use crate::elicit::ClientCalls;
+use crate::elicit::{Asker, ClientCalls};
 use crate::wire::{self, LineTransport};
 
 mod first_call;
+mod input_required;
 pub use first_call::{Client, Confirmation, FirstCall, Prepared, QUESTION_TIMEOUT};
+pub use input_required::{INPUT_REQUIRED_TIMEOUT, MAX_WAITING};
+use input_required::{InFlight, WaitingCalls};
 
 /// Produces the turn a request sees.
 type TurnFactory = dyn Fn() -> Turn + Send + Sync;
@@ -95,6 +103,9 @@ impl Drop for Connection {
     }
 }
 
+/// Numbers `subscriptions/listen` streams within this process.
+static SUBSCRIPTIONS: AtomicU64 = AtomicU64::new(1);
+
 /// Numbers connections within this process.
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
@@ -132,6 +143,10 @@ struct Inner {
     agent: String,
     /// Initialized clients, for `notifications/tools/list_changed`.
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Open `subscriptions/listen` streams (MCP 2026-07-28), by their request.
+    subscriptions: Mutex<Vec<(u64, SubscriptionSink)>>,
+    /// Calls waiting for the retry that answers their permission questions.
+    waiting: Arc<WaitingCalls>,
     /// Where running calls are recorded with their client, for permission questions.
     client_calls: Option<ClientCalls>,
     /// Runs when a connection's own session ends.
@@ -177,6 +192,8 @@ impl TackleServer {
             session: None,
             agent: "build".to_owned(),
             peers: Mutex::new(Vec::new()),
+            subscriptions: Mutex::new(Vec::new()),
+            waiting: Arc::default(),
             client_calls: None,
             session_end: None,
             notice: None,
@@ -299,17 +316,42 @@ impl TackleServer {
 
     /// Sends `notifications/tools/list_changed` to every connected client. Call it when the
     /// Location's registrations change. Clients that have gone away are forgotten.
+    ///
+    /// A client on MCP 2026-07-28 or later hears it through its `subscriptions/listen` stream,
+    /// when it asked for `toolsListChanged`: that revision sends no notification outside one.
     pub async fn notify_tools_changed(&self) {
         let peers: Vec<Peer<RoleServer>> = {
             let mut peers = self.peers();
             peers.retain(|peer| !peer.is_transport_closed());
             peers.clone()
         };
-        for peer in peers {
+        for peer in peers.into_iter().filter(|peer| !listens(peer)) {
             if let Err(error) = peer.notify_tool_list_changed().await {
                 tracing::debug!("cannot send tools/list_changed: {error}");
             }
         }
+        let sinks: Vec<SubscriptionSink> = self
+            .subscriptions()
+            .iter()
+            .map(|(_, sink)| sink.clone())
+            .collect();
+        for sink in sinks {
+            if let Err(error) = sink.notify_tool_list_changed().await {
+                tracing::debug!("cannot send tools/list_changed to a subscription: {error}");
+            }
+        }
+    }
+
+    fn subscriptions(&self) -> std::sync::MutexGuard<'_, Vec<(u64, SubscriptionSink)>> {
+        self.inner
+            .subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many calls wait for the retry that answers their permission questions.
+    pub fn waiting_calls(&self) -> usize {
+        self.inner.waiting.len()
     }
 
     /// Sends `notifications/tools/list_changed` after every change `changes` sees, until the
@@ -424,9 +466,17 @@ impl ServerHandler for TackleServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(state) = request.request_state.as_deref() {
+            let responses = request.input_responses.clone().unwrap_or_default();
+            let responses = responses.into_iter().collect();
+            return self
+                .resume(state, request.name.as_ref(), responses, &context)
+                .await;
+        }
         self.before_first_call(&context.peer, &context.ct).await;
         let turn = self.turn_for_call();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let call = ToolCall::new(request.name.as_ref(), arguments);
         // Unique across connections and processes: the connection's ID and the request's.
         let call_id = format!("{}-{}", self.connection.id, context.id);
         let identity = CallIdentity::new(
@@ -435,38 +485,123 @@ impl ServerHandler for TackleServer {
             format!("{call_id}-message"),
             call_id.clone(),
         );
+        if let Some(calls) = self.inner.client_calls.as_ref()
+            && input_required::asks_inline(&context)
+        {
+            // Runs on a task of its own, so it can wait for a retry that answers a question.
+            let (asker, questions) = mpsc::unbounded_channel();
+            let registered = calls.enter(call_id, Asker::InputRequired(asker));
+            let cancel = CancellationToken::new();
+            let (progress, updates) = mpsc::channel(PROGRESS_BUFFER);
+            let cx = Context::new(identity, cancel.clone()).with_progress(progress);
+            let settling = turn.clone();
+            let in_flight = InFlight {
+                tool: request.name.to_string(),
+                turn,
+                settlement: tokio::spawn(async move { settling.settle(cx, call).await }),
+                questions,
+                asked: Vec::new(),
+                cancel,
+                progress: updates,
+                _registered: registered,
+                _connection: self.connection.clone(),
+            };
+            return self.drive(in_flight, &context).await;
+        }
         let _running = self
             .inner
             .client_calls
             .as_ref()
-            .map(|calls| calls.enter(call_id, context.peer.clone()));
+            .map(|calls| calls.enter(call_id, Asker::Request(context.peer.clone())));
         let mut cx = Context::new(identity, context.ct.clone());
         let forwarder = context.meta.get_progress_token().map(|token| {
-            let (sender, updates) = mpsc::channel(PROGRESS_BUFFER);
+            let (sender, mut updates) = mpsc::channel(PROGRESS_BUFFER);
             cx = cx.clone().with_progress(sender);
-            tokio::spawn(forward_progress(
-                context.peer.clone(),
-                token,
-                updates,
-                self.inner.progress_heartbeat,
-            ))
+            let peer = context.peer.clone();
+            let heartbeat = self.inner.progress_heartbeat;
+            tokio::spawn(async move {
+                forward_progress(&peer, &token, &mut updates, heartbeat).await;
+            })
         });
-        let settlement = turn
-            .settle(cx, ToolCall::new(request.name.as_ref(), arguments))
-            .await;
-        // The client checks the result against the listing of the name it called.
-        let called = turn.get(request.name.as_ref());
+        let settlement = turn.settle(cx, call).await;
         // No progress after the result.
         if let Some(forwarder) = forwarder {
             forwarder.abort();
         }
-        let mut result = convert::call_result(&settlement, called, self.inner.structured_content)?;
+        let stateless = per_request_session(&context);
+        let mut result = self.finish(&settlement, &turn, request.name.as_ref())?;
+        if stateless && result.is_error == Some(true) && writes(&turn, request.name.as_ref()) {
+            result
+                .content
+                .push(rmcp::model::ContentBlock::text(PER_REQUEST_SESSION));
+        }
+        Ok(CallToolResponse::from(result))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // rmcp narrows this to what `get_info` declares.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let key = SUBSCRIPTIONS.fetch_add(1, Ordering::Relaxed);
+        self.subscriptions()
+            .push((key, subscription.sink().clone()));
+        subscription.cancelled().await;
+        self.subscriptions().retain(|(open, _)| *open != key);
+        Ok(())
+    }
+}
+
+/// Told to the model after a failed write in a session of one request (stateless HTTP under
+/// MCP 2026-07-28, where the client keeps no session with the server).
+pub(crate) const PER_REQUEST_SESSION: &str = "This client keeps no session with tackle, so each call \
+     is a session of its own and a file read in an earlier call counts as unread here. To \
+     change a file, read it and edit it in one `batch` call (the edit waits for the read).";
+
+/// True when the request came over HTTP without an MCP session: MCP 2026-07-28 sends every
+/// request on its own, so the request is the session.
+fn per_request_session(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"))
+}
+
+/// True when `name` in `turn` may change files (its class is not read-only).
+fn writes(turn: &Turn, name: &str) -> bool {
+    turn.get(name)
+        .is_some_and(|tool| !matches!(tool.definition().concurrency, Concurrency::ReadOnly))
+}
+
+/// True when `peer` is on MCP 2026-07-28 or later, where notifications travel only on
+/// `subscriptions/listen` streams. Such a client opens without `initialize`, so rmcp keeps no
+/// handshake for it.
+fn listens(peer: &Peer<RoleServer>) -> bool {
+    peer.peer_info()
+        .is_none_or(|info| info.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+impl TackleServer {
+    /// The result the client gets for `settlement` of `name`, with the host's notice first.
+    fn finish(
+        &self,
+        settlement: &tackle_registry::Settlement,
+        turn: &Turn,
+        name: &str,
+    ) -> Result<CallToolResult, ErrorData> {
+        // The client checks the result against the listing of the name it called.
+        let called = turn.get(name);
+        let mut result = convert::call_result(settlement, called, self.inner.structured_content)?;
         if let Some(text) = self.inner.notice.as_ref().and_then(|n| n(self.session())) {
             result
                 .content
                 .insert(0, rmcp::model::ContentBlock::text(text));
         }
-        Ok(CallToolResponse::from(result))
+        Ok(result)
     }
 }
 
@@ -577,9 +712,9 @@ where
 /// Sends each progress update of a call to the client as `notifications/progress`, numbered in
 /// order, until the call's context is gone.
 async fn forward_progress(
-    peer: Peer<RoleServer>,
-    token: ProgressToken,
-    mut updates: mpsc::Receiver<Progress>,
+    peer: &Peer<RoleServer>,
+    token: &ProgressToken,
+    updates: &mut mpsc::Receiver<Progress>,
     heartbeat_every: Duration,
 ) {
     let started = tokio::time::Instant::now();

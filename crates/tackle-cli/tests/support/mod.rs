@@ -122,3 +122,16 @@ pub(crate) fn announced_url(server: &mut Child) -> String {
     std::thread::spawn(move || for _ in lines {});
     url
 }
+
+/// Fails with how to install the SDK when `python3 -c "import mcp"` does not run.
+pub(crate) fn require_sdk() {
+    let sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp"])
+        .output()
+        .expect("python3 runs; install it, then `python3 -m pip install mcp` (see .ci/run)");
+    assert!(
+        sdk.status.success(),
+        "the MCP Python SDK is missing: run `python3 -m pip install mcp` (see .ci/run): {}",
+        String::from_utf8_lossy(&sdk.stderr)
+    );
+}
