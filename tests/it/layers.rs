@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tackle::{Harness, cx, tagged};
 use tackle_core::{
-    Context, Interruption, ModelErrorKind, Outcome, OutcomeKind, Settlement, ToolFailure,
+    Content, Context, Interruption, ModelErrorKind, Outcome, OutcomeKind, Settlement, ToolFailure,
 };
 use tackle_registry::{
     AllTools, BatchOptions, CallDraft, Layer, Layers, ToolCall, ToolSet, Turn, batch_tool,
@@ -54,7 +54,8 @@ impl Layer for Recorder {
     }
 }
 
-/// Refuses calls with `"text": "no"`, interrupts those with `"text": "stop"`.
+/// Refuses calls with `"text": "no"`, interrupts those with `"text": "stop"`, and tells the
+/// model something before the output of those with `"text": "tell"`.
 struct Guard;
 
 impl Layer for Guard {
@@ -75,6 +76,10 @@ impl Layer for Guard {
                 Some(Value::String(text)) if text == "stop" => {
                     Err(ToolFailure::interruption("the user stopped the session"))
                 }
+                Some(Value::String(text)) if text == "tell" => {
+                    call.tell_model("You asked for this one already.");
+                    Ok(())
+                }
                 _ => Ok(()),
             }
         })
@@ -92,11 +97,17 @@ fn setup(
     let harness = Harness::new();
     let location = harness.location("/repo");
     let (echo, _) = tagged("echo");
+    let say = tagged("say")
+        .0
+        .with_projection(|_: &tackle::EchoInput, said: &Value| {
+            vec![Content::text(said["text"].as_str().unwrap_or_default())]
+        });
     let guards = vec![
         location
             .register(
                 ToolSet::new()
                     .with("echo", echo)
+                    .with("say", say)
                     .with("batch", batch_tool(BatchOptions::default())),
             )
             .unwrap(),
@@ -192,4 +203,57 @@ async fn batch_sub_calls_go_through_the_calling_turn_s_layers() {
     assert_eq!(sub(1).tool, "echo");
     assert_eq!(sub(1).adjustments, ["renamed `shout` to `echo`"]);
     assert_eq!(sub(2).outcome, OutcomeKind::Refused);
+}
+
+#[tokio::test]
+async fn a_layer_s_notice_leads_the_output_and_is_bounded_with_it() {
+    let (harness, _location, _guards, turn) = setup(Arc::default());
+    // A text output gets the notice first.
+    let settled = turn
+        .settle(cx("n1"), ToolCall::new("say", json!({"text": "tell"})))
+        .await;
+    let result = settled.model_result().expect("a result");
+    let text = model_text(&result);
+    assert!(
+        text.starts_with("You asked for this one already.\n\n"),
+        "{text}"
+    );
+    // The journal keeps what the model read.
+    let record = &harness.journal.records()[0];
+    let journaled = serde_json::to_string(&record.model_result).unwrap();
+    assert!(
+        journaled.contains("You asked for this one already."),
+        "{journaled}"
+    );
+
+    // Under a bound smaller than notice and output together, the result still fits it.
+    let limits = tackle_core::LimitsOverride {
+        max_bytes: Some(24),
+        ..Default::default()
+    };
+    let bounded = turn
+        .settle(
+            cx("n2"),
+            ToolCall::new("say", json!({"text": "tell"})).with_limits(limits),
+        )
+        .await;
+    let result = bounded.model_result().expect("a result");
+    let text = model_text(&result);
+    // The notice alone is longer than the limit: had it been added after the bound, it would
+    // be here whole.
+    assert!(!text.contains("You asked for this one already."), "{text}");
+    assert!(
+        !bounded.managed.is_empty(),
+        "the whole output was retained: {text}"
+    );
+}
+
+/// The text parts of a result, joined by newlines.
+fn model_text(result: &tackle_core::ModelResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|part| part.as_text())
+        .collect::<Vec<_>>()
+        .join("\n")
 }

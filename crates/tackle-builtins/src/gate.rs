@@ -108,6 +108,12 @@ impl Gate {
 
     /// Asks the question for the call in `cx`; `Ok` when the call may go on.
     pub async fn ask(&self, cx: &Context, ask: Ask) -> Result<(), ToolFailure> {
+        self.request(cx, ask).await.map_err(refusal)
+    }
+
+    /// Like [`Gate::ask`], with the permission service's own answer, for a caller that treats
+    /// some refusals differently (nobody could be asked, say).
+    pub async fn request(&self, cx: &Context, ask: Ask) -> Result<(), PermissionError> {
         let Some(inner) = &self.inner else {
             return Ok(());
         };
@@ -116,7 +122,7 @@ impl Gate {
             .with_always(ask.always)
             .with_metadata(ask.metadata)
             .with_tool_call(cx.assistant_message().as_str(), cx.call().as_str());
-        inner.service.ask(request, &rules).await.map_err(refusal)
+        inner.service.ask(request, &rules).await
     }
 
     /// Asks `external_directory` for `target` when it lies outside the Location.
@@ -187,7 +193,9 @@ impl Gate {
 }
 
 /// The model-facing failure for a refused permission, or the interruption for a withdrawn request.
-fn refusal(error: PermissionError) -> ToolFailure {
+/// The failure a tool returns for a refused permission: an interruption when the request was
+/// withdrawn, else the refusal's text for the model.
+pub fn refusal(error: PermissionError) -> ToolFailure {
     match error {
         PermissionError::Cancelled { .. } => ToolFailure::interruption(error.to_string()),
         error => ToolFailure::new(error.to_string()),

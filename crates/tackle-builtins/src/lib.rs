@@ -33,7 +33,7 @@ pub mod text;
 pub mod tools;
 
 pub use fs::{FsError, LocationFs, PathGuard, ReadTracker, Resolved, StaleRead, WriteReport};
-pub use gate::{Ask, Gate};
+pub use gate::{Ask, Gate, refusal};
 #[cfg(feature = "fs")]
 pub use tools::file_tools;
 #[cfg(feature = "lsp")]

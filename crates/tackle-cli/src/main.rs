@@ -97,6 +97,10 @@ enum Command {
         /// means the field is absent). A tool the provider cannot express is unknown.
         #[arg(long, value_name = "PROVIDER")]
         provider: Option<tackle_core::Provider>,
+        /// The assistant message the call belongs to (default: a fresh one per run). Calls of
+        /// one message share a doom-loop streak: the third identical call in a row asks first.
+        #[arg(long, value_name = "ID")]
+        message: Option<String>,
     },
     /// Serve the agent's tools to an MCP client over stdin and stdout, or over streamable HTTP.
     Serve {
@@ -591,6 +595,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             json,
             yes,
             provider,
+            message,
         } => {
             let from_stdin = args.as_deref() == Some("-");
             let arguments = match args {
@@ -624,7 +629,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 }
             });
             let session = session.unwrap_or_else(|| "cli".to_owned());
-            let cx = Context::new(identity(&session, &agent), cancel);
+            let cx = Context::new(identity(&session, &agent, message.as_deref()), cancel);
             let settlement = host.settle(&turn, cx, ToolCall::new(name, arguments)).await;
             let text = if json {
                 render::settlement_json(&settlement)?
@@ -665,8 +670,9 @@ fn model_from_env() -> anyhow::Result<Option<config::Model>> {
     }
 }
 
-/// The call's identity: the given session and agent, with generated message and call IDs.
-fn identity(session: &str, agent: &str) -> CallIdentity {
+/// The call's identity: the given session, agent and message (else a fresh message), with a
+/// generated call ID.
+fn identity(session: &str, agent: &str, message: Option<&str>) -> CallIdentity {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis())
@@ -675,7 +681,7 @@ fn identity(session: &str, agent: &str) -> CallIdentity {
     CallIdentity::new(
         session,
         agent,
-        format!("cli-{ms}-{pid}"),
+        message.map_or_else(|| format!("cli-{ms}-{pid}"), str::to_owned),
         format!("cli-call-{ms}-{pid}"),
     )
 }

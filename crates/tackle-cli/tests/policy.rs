@@ -1,6 +1,7 @@
 //! Host policy end to end, through `tackle call` and `tackle serve`: a mis-cased tool name is
 //! repaired, snake_case arguments are renamed, a call giving both forms is refused, and the
-//! third identical call in a row asks `doom_loop` (across separate processes of one session);
+//! third identical call in a row of one message asks `doom_loop` (a read runs and says it
+//! repeated itself when nobody can be asked; separate `tackle call` runs are separate messages);
 //! every change is reported with the settlement. Command hooks from the configuration refuse,
 //! rewrite and audit calls, and a project's own hooks wait until the project is trusted.
 
@@ -138,37 +139,88 @@ fn snake_case_arguments_are_renamed_and_both_spellings_are_refused() {
 }
 
 #[test]
-fn the_third_identical_call_in_a_row_asks_doom_loop_across_processes() {
+fn five_identical_reads_from_a_shell_all_run() {
+    let project = Project::new();
+    // Each run is its own assistant message, so a script or a benchmark loop never trips the
+    // doom-loop check.
+    let script = format!(
+        "for i in 1 2 3 4 5; do '{}' --root '{}' --data-dir '{}' call read \
+         '{{\"filePath\":\"notes.txt\"}}' || exit 9; echo; done",
+        env!("CARGO_BIN_EXE_tackle"),
+        project.root.path().display(),
+        project.data.path().display(),
+    );
+    let output = Command::new("sh")
+        .args(["-c", &script])
+        .env("HOME", project.data.path())
+        .env_remove("TACKLE_MODEL")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(stdout.matches("1\tfirst").count(), 5, "{stdout}");
+    assert!(!stdout.contains("identical call"), "{stdout}");
+}
+
+#[test]
+fn the_third_identical_call_of_one_message_asks_doom_loop_across_processes() {
     let project = Project::new();
     let read = json!({"filePath": "notes.txt"});
+    let message = ["--message", "m1"];
     for _ in 0..2 {
-        let (output, _) = project.call("loop", "read", read.clone(), &[]);
+        let (output, _) = project.call("loop", "read", read.clone(), &message);
         assert_eq!(output.status.code(), Some(0));
     }
-    // The third run of the same call, in a new process of the same session, is stopped.
-    let (output, record) = project.call("loop", "read", read.clone(), &[]);
+    // The third run of the same call in the same message, in a new process: nobody can be
+    // asked, and `read` only reads, so it runs and the model is told it repeated itself.
+    let (output, record) = project.call("loop", "read", read.clone(), &message);
+    assert_eq!(output.status.code(), Some(0), "{record}");
+    let text = model_text(&record);
+    assert!(
+        text.starts_with("This is the 3rd identical call of `read` in a row")
+            && text.contains("1\tfirst"),
+        "{text}"
+    );
+    assert!(
+        adjustments(&record)[0].contains("nobody could be asked"),
+        "{record}"
+    );
+    // A call that changes something is refused instead, saying why.
+    let todo = json!({"todos": [{"content": "x", "status": "pending", "priority": "low"}]});
+    for _ in 0..2 {
+        let (output, record) = project.call("loop", "todowrite", todo.clone(), &message);
+        assert_eq!(output.status.code(), Some(0), "{record}");
+    }
+    let (output, record) = project.call("loop", "todowrite", todo.clone(), &message);
     assert_eq!(output.status.code(), Some(1), "{record}");
     assert_eq!(record["outcome"], "refused");
     let text = model_text(&record);
     assert!(
-        text.contains("3rd identical call of `read` in a row")
-            && text.contains("`doom_loop` on `read`"),
+        text.contains("3rd identical call of `todowrite` in a row")
+            && text.contains("`doom_loop` on `todowrite`"),
         "{text}"
     );
-    // Another session has its own streak.
-    let (output, _) = project.call("other", "read", read.clone(), &[]);
+    // Another message, or another session, has its own streak.
+    let (output, _) = project.call("loop", "todowrite", todo.clone(), &["--message", "m2"]);
+    assert_eq!(output.status.code(), Some(0));
+    let (output, _) = project.call("other", "todowrite", todo.clone(), &message);
     assert_eq!(output.status.code(), Some(0));
     // Approved, the loop goes on; a different call ends the streak.
-    let (output, _) = project.call("loop", "read", read.clone(), &["--yes"]);
-    assert_eq!(output.status.code(), Some(0));
     let (output, _) = project.call(
         "loop",
-        "read",
-        json!({"filePath": "notes.txt", "limit": 1}),
-        &[],
+        "todowrite",
+        todo.clone(),
+        &["--message", "m2", "--yes"],
     );
     assert_eq!(output.status.code(), Some(0));
-    let (output, _) = project.call("loop", "read", read, &[]);
+    let (output, _) = project.call("loop", "read", read.clone(), &["--message", "m2"]);
+    assert_eq!(output.status.code(), Some(0));
+    let (output, _) = project.call("loop", "todowrite", todo, &["--message", "m2"]);
     assert_eq!(output.status.code(), Some(0));
 }
 
@@ -192,13 +244,15 @@ async fn serve_repairs_names_renames_arguments_and_checks_loops() {
     assert!(text(&repaired).contains("1\tfirst"), "{repaired:?}");
     let again = call(&client, "read", json!({"filePath": "notes.txt"})).await;
     assert_ne!(again.is_error, Some(true));
-    // The third identical call (the repaired and renamed one counts as the same call): the
-    // client cannot be asked and there is no --yes, so it is refused, saying why.
+    // The third identical call of the connection (the repaired and renamed one counts as the
+    // same call): the client cannot be asked and there is no --yes, but `read` only reads, so
+    // it runs and the model is told it repeated itself.
     let third = call(&client, "read", json!({"filePath": "notes.txt"})).await;
-    assert_eq!(third.is_error, Some(true), "{third:?}");
+    assert_ne!(third.is_error, Some(true), "{third:?}");
     let message = text(&third);
     assert!(
-        message.contains("identical call of `read`") && message.contains("Nobody could be asked"),
+        message.starts_with("This is the 3rd identical call of `read` in a row")
+            && message.contains("1\tfirst"),
         "{message}"
     );
     client.cancel().await.unwrap();

@@ -127,6 +127,8 @@ pub struct Settle<'a> {
     call_limits: LimitsOverride,
     agent_limits: Option<LimitsOverride>,
     started: Instant,
+    /// What host policy tells the model about a call that runs, before its output.
+    notices: Vec<String>,
 }
 
 /// Who made a call and which name it called: what every record of it starts with.
@@ -198,6 +200,7 @@ impl<'a> Settle<'a> {
             call_limits,
             agent_limits: config.agent_limits.get(cx.agent()).copied(),
             started: Instant::now(),
+            notices: Vec::new(),
         }
     }
 
@@ -210,6 +213,15 @@ impl<'a> Settle<'a> {
     /// the journal and the settlement.
     pub fn with_adjustments(mut self, adjustments: Vec<String>) -> Self {
         self.header.adjustments = adjustments;
+        self
+    }
+
+    /// Puts `notices` (from host policy, one line each) before the text of a call that runs to
+    /// success. They are part of the output the bound measures, so they never push a result
+    /// past its limits; a bound that keeps the tail may cut them. An output with no text part
+    /// (structured data alone) is left as it is.
+    pub fn with_notices(mut self, notices: Vec<String>) -> Self {
+        self.notices = notices;
         self
     }
 
@@ -279,6 +291,7 @@ impl<'a> Settle<'a> {
             call_limits,
             agent_limits,
             started,
+            notices,
         } = self;
         let limits = Limits {
             config,
@@ -310,7 +323,8 @@ impl<'a> Settle<'a> {
         let preference = Some(&definition.output_limits);
         let managed = &unfinished.managed;
         let outcome = match invocation.outcome {
-            InvocationOutcome::Completed(output) => {
+            InvocationOutcome::Completed(mut output) => {
+                lead_with(&mut output, &notices);
                 let limits = limits.resolve(preference);
                 match bound_into(output, &limits, &*config.store, recovery, managed).await {
                     Ok(output) => Outcome::Success(output),
@@ -364,6 +378,21 @@ impl<'a> Settle<'a> {
             agent: self.agent_limits,
         };
         model_error(&limits, self.recovery, kind, text, tool_preference, managed).await
+    }
+}
+
+/// Puts `notices` first in `output`'s first text part. An output without text keeps its form
+/// (the model reads its structured value, which a text part would hide), without the notices.
+fn lead_with(output: &mut ToolOutput, notices: &[String]) {
+    if notices.is_empty() {
+        return;
+    }
+    let first_text = output.content.iter_mut().find_map(|part| match part {
+        Content::Text { text } => Some(text),
+        _ => None,
+    });
+    if let Some(text) = first_text {
+        *text = format!("{}\n\n{text}", notices.join("\n"));
     }
 }
 

@@ -479,10 +479,12 @@ impl ServerHandler for TackleServer {
         let call = ToolCall::new(request.name.as_ref(), arguments);
         // Unique across connections and processes: the connection's ID and the request's.
         let call_id = format!("{}-{}", self.connection.id, context.id);
+        // MCP has no assistant messages: a connection's calls count as one (its doom-loop
+        // streak is its consecutive identical calls).
         let identity = CallIdentity::new(
             self.session(),
             self.inner.agent.as_str(),
-            format!("{call_id}-message"),
+            self.connection.id.as_str(),
             call_id.clone(),
         );
         if let Some(calls) = self.inner.client_calls.as_ref()

@@ -25,6 +25,7 @@ pub struct CallDraft {
     arguments: Arguments,
     limits: LimitsOverride,
     adjustments: Vec<String>,
+    notices: Vec<String>,
 }
 
 impl CallDraft {
@@ -35,6 +36,7 @@ impl CallDraft {
             arguments,
             limits,
             adjustments: Vec::new(),
+            notices: Vec::new(),
         }
     }
 
@@ -76,9 +78,16 @@ impl CallDraft {
         &self.adjustments
     }
 
-    pub(crate) fn into_parts(self) -> (ToolCall, Vec<String>) {
+    /// Tells the model `notice` before the call's text, when the call runs to success (a
+    /// refusal says what it says instead). The notice counts toward the output's bound; an
+    /// output of structured data alone does not get it.
+    pub fn tell_model(&mut self, notice: impl Into<String>) {
+        self.notices.push(notice.into());
+    }
+
+    pub(crate) fn into_parts(self) -> (ToolCall, Vec<String>, Vec<String>) {
         let call = ToolCall::new(self.name, self.arguments).with_limits(self.limits);
-        (call, self.adjustments)
+        (call, self.adjustments, self.notices)
     }
 }
 

@@ -62,7 +62,9 @@ impl Turn {
     async fn settle_inner(&self, cx: Context, call: ToolCall) -> Settlement {
         let layers = self.inner.layers.clone();
         if layers.is_empty() {
-            return self.settle_call(cx, call, Vec::new(), None).await;
+            return self
+                .settle_call(cx, call, Vec::new(), Vec::new(), None)
+                .await;
         }
         let mut draft = CallDraft::new(call);
         let mut stopped = None;
@@ -72,9 +74,9 @@ impl Turn {
                 break;
             }
         }
-        let (call, adjustments) = draft.into_parts();
+        let (call, adjustments, notices) = draft.into_parts();
         let mut settlement = self
-            .settle_call(cx.clone(), call, adjustments, stopped)
+            .settle_call(cx.clone(), call, adjustments, notices, stopped)
             .await;
         for layer in layers.iter().rev() {
             layer.after(self, &cx, &mut settlement).await;
@@ -88,6 +90,7 @@ impl Turn {
         cx: Context,
         call: ToolCall,
         adjustments: Vec<String>,
+        notices: Vec<String>,
         stopped: Option<ToolFailure>,
     ) -> Settlement {
         let (name, arguments, limits) = call.into_parts();
@@ -100,7 +103,8 @@ impl Turn {
             name,
             limits,
         )
-        .with_adjustments(adjustments);
+        .with_adjustments(adjustments)
+        .with_notices(notices);
         match stopped {
             Some(failure) if failure.is_interruption() => {
                 return settle.interrupt(failure.to_string()).await;
