@@ -477,8 +477,12 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             // the connection's session ends.
             let _ = watcher.await;
             // Jobs get SIGTERM and language servers `shutdown` and `exit`, briefly, before
-            // their groups are killed.
-            host.shutdown(tackle_host::SHUTDOWN_GRACE).await;
+            // their groups are killed; a signal meanwhile (codex sends SIGTERM and kills about
+            // 10 ms later) kills them at once.
+            tokio::select! {
+                () = host.shutdown(tackle_host::SHUTDOWN_GRACE) => {}
+                () = serve::stop_signal() => host.shutdown(std::time::Duration::ZERO).await,
+            }
             let hosts = host.all();
             drop(host);
             for host in hosts {

@@ -126,6 +126,11 @@ pub(crate) fn open_side_connection(
     let conn = Connection::open(path).map_err(database("open"))?;
     let prepare = || -> rusqlite::Result<()> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // No checkpoint on close, as for the journal's own connections: stopping stays quick.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )?;
         // A no-op when the journal already switched the file to WAL.
         let _mode: String =
             conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;

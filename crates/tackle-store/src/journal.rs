@@ -7,6 +7,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, Row, params};
 use tackle_core::{
     CallIdentity, Journal, JournalError, ManagedRef, OutcomeKind, PhaseTimings, SessionId,
@@ -170,6 +171,7 @@ impl SqliteJournal {
         .map_err(|e| failed("open for reading", &e))?;
         reader
             .busy_timeout(BUSY_TIMEOUT)
+            .and_then(|()| reader.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true))
             .map_err(|e| failed("open for reading", &e))?;
 
         let (jobs, queue) = mpsc::channel();
@@ -282,6 +284,10 @@ fn writer_stopped() -> JournalError {
 /// Sets the write connection's pragmas and creates or checks the schema.
 fn prepare_writer(conn: &Connection, durability: Durability) -> Result<(), BoxError> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Closing skips the checkpoint (and its fsyncs, tens of milliseconds) so a process stops
+    // within the moment a host gives it: the log keeps every commit, and the next writer's
+    // automatic checkpoints fold it in.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     let mode: String =
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {

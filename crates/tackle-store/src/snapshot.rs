@@ -301,6 +301,11 @@ impl Snapshots {
         // Version 2: deltas with byte paths and directories (version 1's manifests are left).
         let db = Connection::open(dir.join("changes-v2.sqlite3"))?;
         db.busy_timeout(Duration::from_secs(10))?;
+        // No checkpoint on close, as for the journal: stopping stays quick.
+        db.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )?;
         db.execute_batch(
             "PRAGMA journal_mode=WAL;
              CREATE TABLE IF NOT EXISTS changes (
