@@ -39,10 +39,12 @@ mod host;
 mod mcp;
 mod nesting;
 mod plugin;
+mod resources;
 pub mod policy;
 mod toolsets;
 pub mod trust;
 mod undo;
+mod warnings;
 
 pub use approvals::{Answer, Approvals, Asker};
 pub use code::{
@@ -53,7 +55,9 @@ pub use config::{Config, Model};
 pub use error::HostError;
 pub use host::{Host, HostBuilder, SHUTDOWN_GRACE, TurnSpec, default_data_dir, spool_dir};
 pub use plugin::{Plugin, PluginScope};
+pub use resources::{SavedOutputs, SkillPrompts};
 pub use policy::{Hook, HookGuard, Hooks};
 pub use tackle_permission::names;
 pub use trust::{ProjectTrust, TrustStore};
 pub use undo::{HistoryEntry, UndoOutcome, UndoReport, UndoTarget};
+pub use warnings::HostWarning;

@@ -14,6 +14,8 @@ use tackle_core::{Context, SessionState, ToolFailure};
 use tackle_permission::{DEFAULT_DOOM_LOOP_THRESHOLD, DoomLoop, Streak};
 use tackle_registry::{CallDraft, Layer, Turn};
 
+use crate::warnings::Warnings;
+
 /// Where a session's streak is kept.
 const STREAK_KEY: &str = "doom_loop.streak";
 
@@ -21,16 +23,18 @@ const STREAK_KEY: &str = "doom_loop.streak";
 pub(crate) struct DoomLoopCheck {
     gate: Gate,
     state: Arc<dyn SessionState>,
+    warnings: Warnings,
     threshold: usize,
     /// Serializes this process's read-update-write of a streak.
     update: Mutex<()>,
 }
 
 impl DoomLoopCheck {
-    pub(crate) fn new(gate: Gate, state: Arc<dyn SessionState>) -> Self {
+    pub(crate) fn new(gate: Gate, state: Arc<dyn SessionState>, warnings: Warnings) -> Self {
         Self {
             gate,
             state,
+            warnings,
             threshold: DEFAULT_DOOM_LOOP_THRESHOLD,
             update: Mutex::new(()),
         }
@@ -43,7 +47,10 @@ impl DoomLoopCheck {
             Ok(Some(text)) => serde_json::from_str(&text).unwrap_or_default(),
             Ok(None) => Streak::default(),
             Err(error) => {
-                tracing::warn!("doom-loop streak unavailable: {error}");
+                self.warnings.session(
+                    session,
+                    format!("the repeated-call check could not read this session's streak: {error}"),
+                );
                 Streak::default()
             }
         };
@@ -51,7 +58,10 @@ impl DoomLoopCheck {
         if let Ok(text) = serde_json::to_string(&streak)
             && let Err(error) = self.state.put(session, STREAK_KEY, Some(&text))
         {
-            tracing::warn!("doom-loop streak not saved: {error}");
+            self.warnings.session(
+                session,
+                format!("the repeated-call check could not save this session's streak: {error}"),
+            );
         }
         found
     }
