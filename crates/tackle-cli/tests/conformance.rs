@@ -95,7 +95,8 @@ fn run_scenario(dir: &Path, url: &str, scenario: &str) -> (usize, usize, String)
             let failed = rest.split(", ").nth(1)?.strip_suffix(" failed")?;
             Some((passed.parse().ok()?, failed.parse().ok()?))
         });
-    let (passed, failed) = counts.unwrap_or_else(|| panic!("no result line for {scenario}:\n{text}"));
+    let (passed, failed) =
+        counts.unwrap_or_else(|| panic!("no result line for {scenario}:\n{text}"));
     (passed, failed, text)
 }
 
@@ -149,7 +150,9 @@ fn the_conformance_scenarios_of_what_tackle_declares_pass() {
     for scenario in SCENARIOS {
         let (passed, failed, text) = run_scenario(&dir, &server.url, scenario);
         if failed > 0 || passed == 0 {
-            failures.push(format!("{scenario}: {passed} passed, {failed} failed\n{text}"));
+            failures.push(format!(
+                "{scenario}: {passed} passed, {failed} failed\n{text}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

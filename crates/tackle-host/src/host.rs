@@ -598,7 +598,9 @@ impl Host {
     /// failed for a session's call, the trust notice a session was given), each with the
     /// session it concerns, if any. `tackle serve` sends them to its clients as MCP log
     /// messages. The stream ends when the host is dropped.
-    pub fn warnings(&self) -> impl futures_util::Stream<Item = crate::HostWarning> + Send + 'static {
+    pub fn warnings(
+        &self,
+    ) -> impl futures_util::Stream<Item = crate::HostWarning> + Send + 'static {
         self.feed.follow()
     }
 

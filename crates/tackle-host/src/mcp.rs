@@ -110,8 +110,14 @@ async fn warn_on_failures(
                 "MCP server `{name}` disconnected; its tools are unavailable until it reconnects"
             ));
         }
-        if let Some(error) = now.last_error.as_ref().filter(|e| before.last_error.as_ref() != Some(*e)) {
-            warnings.host(format!("MCP server `{name}`: {error}; retrying in the background"));
+        if let Some(error) = now
+            .last_error
+            .as_ref()
+            .filter(|e| before.last_error.as_ref() != Some(*e))
+        {
+            warnings.host(format!(
+                "MCP server `{name}`: {error}; retrying in the background"
+            ));
         }
         before = now;
     }

@@ -43,7 +43,11 @@ pub(crate) fn layers(
     let mut layers: Vec<Arc<dyn Layer>> = vec![
         Arc::new(repair::NameRepair),
         Arc::new(aliases::ArgumentAliases),
-        Arc::new(doom::DoomLoopCheck::new(gate, state.clone(), warnings.clone())),
+        Arc::new(doom::DoomLoopCheck::new(
+            gate,
+            state.clone(),
+            warnings.clone(),
+        )),
         Arc::new(hooks),
         Arc::new(outputs::OutputOwnership::new(state, warnings)),
     ];

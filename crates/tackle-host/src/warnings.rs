@@ -92,7 +92,10 @@ impl Warnings {
                 .recent
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            (recent.iter().cloned().collect::<Vec<_>>(), self.inner.live.subscribe())
+            (
+                recent.iter().cloned().collect::<Vec<_>>(),
+                self.inner.live.subscribe(),
+            )
         };
         let live = futures_util::stream::unfold(live, |mut live| async move {
             loop {

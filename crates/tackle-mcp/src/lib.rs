@@ -95,8 +95,8 @@ pub use http::{
 pub use server::{BACKLOG, LogLevel, LogMessage};
 pub use server::{Client, Confirmation, FirstCall, Prepared, QUESTION_TIMEOUT};
 pub use server::{
-    MAX_RESOURCE_BYTES, PromptEntry, PromptSource, REQUEST_ARGUMENT, RESOURCES_PAGE,
-    ResourceBytes, SessionResource, SessionResources,
+    MAX_RESOURCE_BYTES, PromptEntry, PromptSource, REQUEST_ARGUMENT, RESOURCES_PAGE, ResourceBytes,
+    SessionResource, SessionResources,
 };
 pub use server::{
     PROGRESS_HEARTBEAT, ServeError, Serving, TackleServer, serve, serve_lines, serve_stdio,

@@ -439,7 +439,10 @@ impl ServerHandler for TackleServer {
             .with_server_info(Implementation::new("tackle", env!("CARGO_PKG_VERSION")))
     }
 
-    #[allow(deprecated, reason = "MCP 2026-07-28 deprecates logging; older clients use it")]
+    #[allow(
+        deprecated,
+        reason = "MCP 2026-07-28 deprecates logging; older clients use it"
+    )]
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,

@@ -49,7 +49,9 @@ impl DoomLoopCheck {
             Err(error) => {
                 self.warnings.session(
                     session,
-                    format!("the repeated-call check could not read this session's streak: {error}"),
+                    format!(
+                        "the repeated-call check could not read this session's streak: {error}"
+                    ),
                 );
                 Streak::default()
             }

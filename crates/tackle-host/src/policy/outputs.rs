@@ -55,9 +55,7 @@ impl Layer for OutputOwnership {
                 let recorded = self
                     .state
                     .put(session, &managed_output_key(&output.id), Some("1"))
-                    .and_then(|()| {
-                        index_output(&*self.state, session, output, settlement)
-                    });
+                    .and_then(|()| index_output(&*self.state, session, output, settlement));
                 if let Err(error) = recorded {
                     self.warnings.session(
                         session,

@@ -81,7 +81,10 @@ pub(crate) async fn get(
     let arguments = request.arguments.unwrap_or_default();
     if let Some(unknown) = arguments.keys().find(|key| *key != REQUEST_ARGUMENT) {
         return Err(ErrorData::invalid_params(
-            format!("prompt `{}` takes only the argument `{REQUEST_ARGUMENT}`, not `{unknown}`", request.name),
+            format!(
+                "prompt `{}` takes only the argument `{REQUEST_ARGUMENT}`, not `{unknown}`",
+                request.name
+            ),
             None,
         ));
     }
@@ -99,5 +102,8 @@ pub(crate) async fn get(
             ));
         }
     }
-    Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]))
+    Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+        Role::User,
+        text,
+    )]))
 }

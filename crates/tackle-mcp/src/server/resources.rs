@@ -203,7 +203,10 @@ mod tests {
             mime_type: None,
         };
         let text = text_of(contents("tackle://x".into(), found).unwrap());
-        assert!(text.starts_with("ab\n[... 8 of 10 bytes left out"), "{text}");
+        assert!(
+            text.starts_with("ab\n[... 8 of 10 bytes left out"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -228,6 +231,9 @@ mod tests {
             mime_type: None,
         };
         let error = contents("tackle://b".into(), cut).unwrap_err();
-        assert!(error.message.contains("100 bytes of binary data"), "{error:?}");
+        assert!(
+            error.message.contains("100 bytes of binary data"),
+            "{error:?}"
+        );
     }
 }
