@@ -587,7 +587,8 @@ impl Host {
             .skills()
             .into_iter()
             .filter(|s| {
-                tackle_permission::configured_denial(&rules, skill, &[s.name.clone()]).is_none()
+                tackle_permission::configured_denial(&rules, skill, std::slice::from_ref(&s.name))
+                    .is_none()
             })
             .collect();
         crate::SkillPrompts::new(self.location.root().to_path_buf(), skills)

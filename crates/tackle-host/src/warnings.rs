@@ -98,19 +98,15 @@ impl Warnings {
             )
         };
         let live = futures_util::stream::unfold(live, |mut live| async move {
-            loop {
-                match live.recv().await {
-                    Ok(warning) => return Some((warning, live)),
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        let warning = HostWarning {
-                            session: None,
-                            message: format!("{missed} warnings were missed (see the log)"),
-                        };
-                        return Some((warning, live));
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                }
-            }
+            let warning = match live.recv().await {
+                Ok(warning) => warning,
+                Err(broadcast::error::RecvError::Lagged(missed)) => HostWarning {
+                    session: None,
+                    message: format!("{missed} warnings were missed (see the log)"),
+                },
+                Err(broadcast::error::RecvError::Closed) => return None,
+            };
+            Some((warning, live))
         });
         futures_util::StreamExt::chain(futures_util::stream::iter(recent), live)
     }
