@@ -115,7 +115,9 @@ pub use question::{
 #[cfg(feature = "fs")]
 pub use read::{ReadInput, ReadKind, ReadOutput};
 #[cfg(feature = "agent")]
-pub use skill::{Skill, SkillCatalog, SkillInput, SkillOutput, SkillWarning, discover_skills};
+pub use skill::{
+    Skill, SkillCatalog, SkillInput, SkillOutput, SkillWarning, discover_skills, skill_text,
+};
 #[cfg(feature = "agent")]
 pub use task::{
     RunFuture, SubagentReport, SubagentRequest, SubagentRunner, SubagentStatus, TaskInput,

@@ -463,6 +463,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             }
             host.notify_through(&server);
             let watcher = server.notify_on(changes);
+            let logger = serve_trust::LiveHost::log_warnings(&server, &host.current());
             let served = match http {
                 // Ctrl-C or SIGTERM ends the server like a closed stdin, so the shutdown below
                 // still stops the background jobs and language servers.
@@ -473,6 +474,8 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 Some((address, options)) => serve::serve_http(address, server, options).await,
             };
             watcher.abort();
+            logger.abort();
+            let _ = logger.await;
             // The watcher's handle is the last one of the stdio connection: once it is gone,
             // the connection's session ends.
             let _ = watcher.await;

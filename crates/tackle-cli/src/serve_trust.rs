@@ -107,6 +107,22 @@ impl LiveHost {
         .with_notice(move |session| notices.current().trust_notice(session))
         .with_open_world(move |name, definition| (open.current().open_world())(name, definition))
         .with_before_first_call(move |call| asks.clone().before_first_call(call))
+        // Every host of this server shares the data directory, so the first one's view of the
+        // saved outputs is every host's.
+        .with_resources(self.current().saved_outputs())
+        .with_prompts(LivePrompts(self.clone()))
+    }
+
+    /// Sends the warnings of `host` to `server`'s clients that asked for log messages.
+    pub(crate) fn log_warnings(server: &TackleServer, host: &Host) -> JoinHandle<()> {
+        use futures_util::StreamExt as _;
+        server.log_on(host.warnings().map(|warning| {
+            let message = tackle_mcp::LogMessage::warning(warning.message);
+            match warning.session {
+                Some(session) => message.for_session(session),
+                None => message,
+            }
+        }))
     }
 
     /// Keeps a handle on the configured `server`, to tell its clients when the host changed.
@@ -228,9 +244,38 @@ impl LiveHost {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(notifier.notify_on(changes));
+            self.watchers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Self::log_warnings(&notifier, &self.current()));
             notifier.notify_tools_changed().await;
         }
         Ok(())
+    }
+}
+
+/// The skills the current host's `skill` offers the served agent, as MCP prompts; none when
+/// the served turn does not offer `skill` (disabled, or no skills).
+struct LivePrompts(Arc<LiveHost>);
+
+impl LivePrompts {
+    fn current(&self) -> Option<tackle_host::SkillPrompts> {
+        let host = self.0.current();
+        let spec = &self.0.reopen.spec;
+        let turn = host.turn(spec).ok()?;
+        turn.get(tackle_host::names::ToolName::SKILL.as_str())?;
+        let agent = spec.agent.as_deref().unwrap_or("build");
+        Some(host.skill_prompts(agent))
+    }
+}
+
+impl tackle_mcp::PromptSource for LivePrompts {
+    fn list(&self) -> Vec<tackle_mcp::PromptEntry> {
+        self.current().map(|p| p.list()).unwrap_or_default()
+    }
+
+    fn get(&self, name: &str) -> Option<String> {
+        self.current()?.get(name)
     }
 }
 

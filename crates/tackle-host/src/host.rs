@@ -172,6 +172,7 @@ impl HostBuilder {
             )?,
         };
         let config = Arc::new(config);
+        let feed = crate::warnings::Warnings::default();
         let mut warnings = Vec::new();
         if let Some(trust) = config.trust().filter(|trust| trust.needs_trust()) {
             warnings.push(trust.notice());
@@ -316,6 +317,7 @@ impl HostBuilder {
             Arc::new(policy::snapshot::SnapshotLayer::new(
                 snapshots.clone(),
                 jobs.as_ref(),
+                feed.clone(),
             ))
         });
         let hooks = Hooks::new();
@@ -324,6 +326,7 @@ impl HostBuilder {
             session_state.clone(),
             hooks.clone(),
             snapshot_layer.clone(),
+            feed.clone(),
         );
         // The configuration's command hooks come first, before any plugin's. Inside a hook they
         // are off: the hook's own `tackle` would run the hook again.
@@ -361,8 +364,13 @@ impl HostBuilder {
                 .collect()
         };
         for warning in &warnings {
-            tracing::warn!("{warning}");
+            feed.host(warning.clone());
         }
+        let saved = crate::resources::SavedOutputs::new(
+            std::fs::canonicalize(&output_dir).unwrap_or_else(|_| output_dir.clone()),
+            std::fs::canonicalize(&spool_dir).unwrap_or_else(|_| spool_dir.clone()),
+            session_state.clone(),
+        );
         Ok(Host {
             location,
             config,
@@ -375,11 +383,13 @@ impl HostBuilder {
             _command_hooks: command_hooks,
             sets,
             plugins: Mutex::new(plugins),
-            mcp: crate::mcp::Mcp::new(mcp_servers),
+            mcp: crate::mcp::Mcp::new(mcp_servers, feed.clone()),
             spool_dir,
             default_agent: self.default_agent,
             default_model: self.default_model,
             warnings: Mutex::new(warnings),
+            saved,
+            feed,
             lsp: code.lsp,
             jobs,
             snapshots,
@@ -446,6 +456,10 @@ pub struct Host {
     default_agent: String,
     default_model: Option<Model>,
     warnings: Mutex<Vec<String>>,
+    /// Each session's saved outputs and spool files, for [`Host::saved_outputs`].
+    saved: crate::resources::SavedOutputs,
+    /// Every warning, for [`Host::warnings`].
+    feed: crate::warnings::Warnings,
     /// The language servers; dropping the host kills them.
     lsp: Option<Arc<tackle_lsp::LspManager>>,
     /// The background jobs; dropping the host kills them.
@@ -550,9 +564,45 @@ impl Host {
     fn warn(&self, warnings: impl IntoIterator<Item = String>) {
         let mut list = self.warnings.lock().unwrap_or_else(PoisonError::into_inner);
         for warning in warnings {
-            tracing::warn!("{warning}");
+            self.feed.host(warning.clone());
             list.push(warning);
         }
+    }
+
+    /// Each session's saved outputs (the full text behind its truncated results) and spool
+    /// files, as resources a session may list and read (`tackle serve` offers them over MCP).
+    pub fn saved_outputs(&self) -> crate::SavedOutputs {
+        self.saved.clone()
+    }
+
+    /// The skills `skill` offers `agent` (those on disk and the plugins'), less those its
+    /// configured rules deny, as prompts a person may start.
+    pub fn skill_prompts(&self, agent: &str) -> crate::SkillPrompts {
+        let rules = self.agents.rules(agent);
+        let skill = tackle_core::names::Permission::SKILL.as_str();
+        let skills = self
+            .plugins
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .skills()
+            .into_iter()
+            .filter(|s| {
+                tackle_permission::configured_denial(&rules, skill, std::slice::from_ref(&s.name))
+                    .is_none()
+            })
+            .collect();
+        crate::SkillPrompts::new(self.location.root().to_path_buf(), skills)
+    }
+
+    /// The host's warnings: the recent ones (its start: an MCP server skipped, settings
+    /// ignored), then each one as it happens (an MCP server that disconnects, a snapshot that
+    /// failed for a session's call, the trust notice a session was given), each with the
+    /// session it concerns, if any. `tackle serve` sends them to its clients as MCP log
+    /// messages. The stream ends when the host is dropped.
+    pub fn warnings(
+        &self,
+    ) -> impl futures_util::Stream<Item = crate::HostWarning> + Send + 'static {
+        self.feed.follow()
     }
 
     /// Installs `plugin` now, in a scope of its own; its tools join the next turn.
@@ -633,7 +683,7 @@ impl Host {
             tracing::warn!(%error, "cannot record that the trust notice was shown");
         }
         let notice = trust.notice();
-        tracing::warn!(session, "{notice}");
+        self.feed.session(session, notice.clone());
         Some(notice)
     }
 

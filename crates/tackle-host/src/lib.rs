@@ -40,9 +40,11 @@ mod mcp;
 mod nesting;
 mod plugin;
 pub mod policy;
+mod resources;
 mod toolsets;
 pub mod trust;
 mod undo;
+mod warnings;
 
 pub use approvals::{Answer, Approvals, Asker};
 pub use code::{
@@ -54,6 +56,8 @@ pub use error::HostError;
 pub use host::{Host, HostBuilder, SHUTDOWN_GRACE, TurnSpec, default_data_dir, spool_dir};
 pub use plugin::{Plugin, PluginScope};
 pub use policy::{Hook, HookGuard, Hooks};
+pub use resources::{SavedOutputs, SkillPrompts};
 pub use tackle_permission::names;
 pub use trust::{ProjectTrust, TrustStore};
 pub use undo::{HistoryEntry, UndoOutcome, UndoReport, UndoTarget};
+pub use warnings::HostWarning;

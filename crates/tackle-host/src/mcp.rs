@@ -8,20 +8,23 @@ use tackle_builtins::{Ask, Gate};
 use tackle_registry::Location;
 
 use crate::config::{McpServer, McpTransport};
+use crate::warnings::Warnings;
 
 /// The host's MCP servers and their live connections.
 pub(crate) struct Mcp {
     servers: Vec<tackle_mcp::McpServerConfig>,
     connections: Mutex<Vec<tackle_mcp::McpConnection>>,
     supervisors: Mutex<Vec<tackle_mcp::Supervisor>>,
+    warnings: Warnings,
 }
 
 impl Mcp {
-    pub(crate) fn new(servers: Vec<tackle_mcp::McpServerConfig>) -> Self {
+    pub(crate) fn new(servers: Vec<tackle_mcp::McpServerConfig>, warnings: Warnings) -> Self {
         Self {
             servers,
             connections: Mutex::new(Vec::new()),
             supervisors: Mutex::new(Vec::new()),
+            warnings,
         }
     }
 
@@ -77,11 +80,46 @@ impl Mcp {
             .into_iter()
             .flatten()
             .collect();
+        for (supervisor, server) in started.iter().zip(&self.servers) {
+            tokio::spawn(warn_on_failures(
+                supervisor.changes(),
+                server.name.clone(),
+                self.warnings.clone(),
+            ));
+        }
         self.supervisors
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .extend(started);
         warnings
+    }
+}
+
+/// Warns when the supervised server `name` disconnects or fails to reconnect, after its first
+/// attempt (whose outcome the start reports); ends with the supervisor.
+async fn warn_on_failures(
+    mut changes: tokio::sync::watch::Receiver<tackle_mcp::SupervisorState>,
+    name: String,
+    warnings: Warnings,
+) {
+    let mut before = changes.borrow_and_update().clone();
+    while changes.changed().await.is_ok() {
+        let now = changes.borrow_and_update().clone();
+        if before.connected && !now.connected {
+            warnings.host(format!(
+                "MCP server `{name}` disconnected; its tools are unavailable until it reconnects"
+            ));
+        }
+        if let Some(error) = now
+            .last_error
+            .as_ref()
+            .filter(|e| before.last_error.as_ref() != Some(*e))
+        {
+            warnings.host(format!(
+                "MCP server `{name}`: {error}; retrying in the background"
+            ));
+        }
+        before = now;
     }
 }
 

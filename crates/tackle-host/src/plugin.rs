@@ -174,6 +174,17 @@ impl Installed {
         true
     }
 
+    /// The skills `skill` offers: those on disk, then every installed plugin's (a plugin's
+    /// skill of a name already offered replaces it).
+    pub(crate) fn skills(&self) -> Vec<Skill> {
+        let mut skills = self.base.clone();
+        for skill in self.plugins.iter().flat_map(|p| p.skills.iter()) {
+            skills.retain(|s| s.name != skill.name);
+            skills.push(skill.clone());
+        }
+        skills
+    }
+
     pub(crate) fn names(&self) -> Vec<String> {
         self.plugins.iter().map(|p| p.name.clone()).collect()
     }
@@ -182,21 +193,11 @@ impl Installed {
     /// record first, then the old one goes, so no turn sees no `skill` in between. With no
     /// plugin skills, the built-in `skill` shows again.
     fn refresh_skills(&mut self, location: &Location, env: &ToolEnv) -> Result<(), HostError> {
-        let plugin_skills: Vec<Skill> = self
-            .plugins
-            .iter()
-            .flat_map(|p| p.skills.iter().cloned())
-            .collect();
-        if plugin_skills.is_empty() {
+        if self.plugins.iter().all(|p| p.skills.is_empty()) {
             self.skill_overlay = None;
             return Ok(());
         }
-        let mut skills = self.base.clone();
-        for skill in plugin_skills {
-            // A plugin's skill of a name already offered replaces it.
-            skills.retain(|s| s.name != skill.name);
-            skills.push(skill);
-        }
+        let skills = self.skills();
         let catalog = tackle_builtins::SkillCatalog {
             skills,
             warnings: Vec::new(),

@@ -28,6 +28,8 @@ use tackle_builtins::Gate;
 use tackle_core::SessionState;
 use tackle_registry::{Layer, Layers};
 
+use crate::warnings::Warnings;
+
 pub use hooks::{Hook, HookGuard, Hooks};
 
 /// The host's layers, in order.
@@ -36,13 +38,18 @@ pub(crate) fn layers(
     state: Arc<dyn SessionState>,
     hooks: Hooks,
     snapshot: Option<Arc<snapshot::SnapshotLayer>>,
+    warnings: Warnings,
 ) -> Layers {
     let mut layers: Vec<Arc<dyn Layer>> = vec![
         Arc::new(repair::NameRepair),
         Arc::new(aliases::ArgumentAliases),
-        Arc::new(doom::DoomLoopCheck::new(gate, state.clone())),
+        Arc::new(doom::DoomLoopCheck::new(
+            gate,
+            state.clone(),
+            warnings.clone(),
+        )),
         Arc::new(hooks),
-        Arc::new(outputs::OutputOwnership::new(state)),
+        Arc::new(outputs::OutputOwnership::new(state, warnings)),
     ];
     // Last before the call: the name is the tool's, and a refused call takes no snapshot.
     if let Some(snapshot) = snapshot {

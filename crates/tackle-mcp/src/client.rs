@@ -817,6 +817,11 @@ impl Supervisor {
         self.state.borrow().clone()
     }
 
+    /// A receiver that sees every change of the state, until the supervisor is dropped.
+    pub fn changes(&self) -> watch::Receiver<SupervisorState> {
+        self.state.clone()
+    }
+
     /// Waits until the state satisfies `condition`, and returns that state.
     pub async fn wait_for(
         &self,

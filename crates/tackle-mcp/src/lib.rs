@@ -92,9 +92,14 @@ pub use http::{
     BearerToken, HEADER_READ_TIMEOUT, HttpOptions, HttpServing, IDLE_TIMEOUT, MAX_CONNECTIONS,
     serve_http,
 };
+pub use server::{BACKLOG, LogLevel, LogMessage};
 pub use server::{
     Client, Confirmation, FirstCall, INPUT_REQUIRED_TIMEOUT, MAX_WAITING, Prepared,
     QUESTION_TIMEOUT,
+};
+pub use server::{
+    MAX_RESOURCE_BYTES, PromptEntry, PromptSource, REQUEST_ARGUMENT, RESOURCES_PAGE, ResourceBytes,
+    SessionResource, SessionResources,
 };
 pub use server::{
     PROGRESS_HEARTBEAT, ServeError, Serving, TackleServer, serve, serve_lines, serve_stdio,

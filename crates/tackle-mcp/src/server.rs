@@ -30,9 +30,17 @@ use crate::wire::{self, LineTransport};
 
 mod first_call;
 mod input_required;
+mod logging;
+mod prompts;
+mod resources;
 pub use first_call::{Client, Confirmation, FirstCall, Prepared, QUESTION_TIMEOUT};
 pub use input_required::{INPUT_REQUIRED_TIMEOUT, MAX_WAITING};
 use input_required::{InFlight, WaitingCalls};
+pub use logging::{BACKLOG, LogLevel, LogMessage};
+pub use prompts::{PromptEntry, PromptSource, REQUEST_ARGUMENT};
+pub use resources::{
+    MAX_RESOURCE_BYTES, RESOURCES_PAGE, ResourceBytes, SessionResource, SessionResources,
+};
 
 /// Produces the turn a request sees.
 type TurnFactory = dyn Fn() -> Turn + Send + Sync;
@@ -161,6 +169,12 @@ struct Inner {
     before_first_call: Option<first_call::BeforeFirstCall>,
     /// Which results carry `structuredContent`.
     structured_content: StructuredContent,
+    /// The connections' logging levels and the recent log messages.
+    logging: logging::Logging,
+    /// What each session may read as resources; `None`: no `resources` capability.
+    resources: Option<Arc<dyn SessionResources>>,
+    /// What is offered as prompts; `None`: no `prompts` capability.
+    prompts: Option<Arc<dyn PromptSource>>,
 }
 
 impl fmt::Debug for TackleServer {
@@ -201,6 +215,9 @@ impl TackleServer {
             progress_heartbeat: PROGRESS_HEARTBEAT,
             before_first_call: None,
             structured_content: StructuredContent::default(),
+            logging: logging::Logging::default(),
+            resources: None,
+            prompts: None,
         };
         Self {
             connection: Arc::new(Connection::new(&inner)),
@@ -288,6 +305,43 @@ impl TackleServer {
     /// only structured-only output, so hosts that prefer it still show the model tackle's text).
     pub fn with_structured_content(self, structured: StructuredContent) -> Self {
         self.reconfigure(|inner| inner.structured_content = structured)
+    }
+
+    /// Offers each session the resources `resources` lists for it (`resources/list`, paged by
+    /// [`RESOURCES_PAGE`]; `resources/read`, bounded by [`MAX_RESOURCE_BYTES`]) and declares
+    /// the `resources` capability.
+    pub fn with_resources(self, resources: impl SessionResources) -> Self {
+        let resources: Arc<dyn SessionResources> = Arc::new(resources);
+        self.reconfigure(|inner| inner.resources = Some(resources))
+    }
+
+    /// Offers what `prompts` lists as MCP prompts and declares the `prompts` capability.
+    pub fn with_prompts(self, prompts: impl PromptSource) -> Self {
+        let prompts: Arc<dyn PromptSource> = Arc::new(prompts);
+        self.reconfigure(|inner| inner.prompts = Some(prompts))
+    }
+
+    /// Sends `message` as `notifications/message` to every connection whose client set a
+    /// level it reaches (and, for a session's message, only to that session's connections),
+    /// and keeps it for connections that set their level later (the last [`BACKLOG`]).
+    pub async fn log(&self, message: LogMessage) {
+        self.inner.logging.log(message).await;
+    }
+
+    /// Logs every message of `messages` (see [`TackleServer::log`]) until the stream ends or
+    /// the returned task is aborted: the host hands its warnings to the server this way.
+    pub fn log_on(
+        &self,
+        messages: impl futures_util::Stream<Item = LogMessage> + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        let server = self.clone();
+        tokio::spawn(async move {
+            use futures_util::StreamExt as _;
+            let mut messages = std::pin::pin!(messages);
+            while let Some(message) = messages.next().await {
+                server.log(message).await;
+            }
+        })
     }
 
     fn reconfigure(self, change: impl FnOnce(&mut Inner)) -> Self {
@@ -412,13 +466,116 @@ impl TackleServer {
 
 impl ServerHandler for TackleServer {
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("tackle", env!("CARGO_PKG_VERSION")))
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        capabilities.logging = Some(Default::default());
+        if self.inner.resources.is_some() {
+            capabilities.resources = Some(Default::default());
+        }
+        if self.inner.prompts.is_some() {
+            capabilities.prompts = Some(Default::default());
+        }
+        InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("tackle", env!("CARGO_PKG_VERSION")))
+    }
+
+    #[allow(
+        deprecated,
+        reason = "MCP 2026-07-28 deprecates logging; older clients use it"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.inner
+            .logging
+            .set_level(
+                &self.connection.id,
+                self.session(),
+                request.level,
+                context.peer,
+            )
+            .await;
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        let resources = self.inner.resources.clone().ok_or_else(method_not_found)?;
+        resources::list(resources, self.session().to_owned(), request).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        // Every resource is listed by its URI; there is no template to fill.
+        self.inner.resources.as_ref().ok_or_else(method_not_found)?;
+        Ok(rmcp::model::ListResourceTemplatesResult::default())
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let resources = self.inner.resources.clone().ok_or_else(method_not_found)?;
+        resources::read(resources, self.session().to_owned(), request.uri)
+            .await
+            .map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let prompts = self.inner.prompts.clone().ok_or_else(method_not_found)?;
+        prompts::list(prompts).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let prompts = self.inner.prompts.clone().ok_or_else(method_not_found)?;
+        prompts::get(prompts, request).await.map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        _request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        // tackle declares no `completions` capability.
+        Err(method_not_found())
+    }
+
+    #[allow(deprecated, reason = "the legacy method, answered as undeclared")]
+    async fn subscribe(
+        &self,
+        _request: rmcp::model::SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // The `resources` capability is declared without `subscribe`.
+        Err(method_not_found())
+    }
+
+    #[allow(deprecated, reason = "the legacy method, answered as undeclared")]
+    async fn unsubscribe(
+        &self,
+        _request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Err(method_not_found())
     }
 
     async fn on_custom_request(
@@ -431,11 +588,7 @@ impl ServerHandler for TackleServer {
         if wire::is_client_method(&request.method) {
             return Err(wire::invalid_params(&request.method));
         }
-        Err(ErrorData::new(
-            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            request.method,
-            None,
-        ))
+        Err(method_not_found())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -605,6 +758,15 @@ impl TackleServer {
         }
         Ok(result)
     }
+}
+
+/// The JSON-RPC answer to a method this server does not declare: -32601 "Method not found".
+fn method_not_found() -> ErrorData {
+    ErrorData::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        "Method not found",
+        None,
+    )
 }
 
 /// A server running over one connection.

@@ -386,11 +386,30 @@ async fn load_skill(
         )
         .await?;
 
-    let dir = display_dir(env.fs().root(), &skill.dir);
-    let scan_dir = skill.dir.clone();
-    let (files, total) = tokio::task::spawn_blocking(move || sample_files(&scan_dir))
+    let root = env.fs().root().to_path_buf();
+    let loaded = skill.clone();
+    let (output, dir, files) = tokio::task::spawn_blocking(move || render(&root, &loaded))
         .await
-        .unwrap_or_default();
+        .unwrap_or_else(|_| (String::new(), String::new(), Vec::new()));
+    Ok(SkillOutput {
+        output,
+        name: skill.name.clone(),
+        dir,
+        files,
+    })
+}
+
+/// What loading `skill` gives the model (its instructions, its base directory and a sample of
+/// its files), for a Location at `root`. It lists the skill's directory, so call it where
+/// blocking is fine. Hosts offer the same text elsewhere (`tackle serve`'s MCP prompts).
+pub fn skill_text(root: &Path, skill: &Skill) -> String {
+    render(root, skill).0
+}
+
+/// The skill's text, its displayed directory and its sampled files.
+fn render(root: &Path, skill: &Skill) -> (String, String, Vec<String>) {
+    let dir = display_dir(root, &skill.dir);
+    let (files, total) = sample_files(&skill.dir);
 
     let mut output = format!(
         "<skill name=\"{}\" dir=\"{dir}\">\n{}\n</skill>\n\
@@ -418,12 +437,7 @@ async fn load_skill(
             output.push_str(file);
         }
     }
-    Ok(SkillOutput {
-        output,
-        name: skill.name.clone(),
-        dir,
-        files,
-    })
+    (output, dir, files)
 }
 
 /// `dir` relative to the Location `root` when inside it, otherwise whole.

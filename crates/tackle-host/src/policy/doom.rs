@@ -21,6 +21,8 @@ use tackle_core::{Concurrency, Context, SessionState, ToolFailure};
 use tackle_permission::{DEFAULT_DOOM_LOOP_THRESHOLD, DoomLoop, PermissionError, Streak};
 use tackle_registry::{CallDraft, Layer, Turn};
 
+use crate::warnings::Warnings;
+
 /// Where a session's streak is kept.
 const STREAK_KEY: &str = "doom_loop.streak";
 
@@ -37,16 +39,18 @@ struct MessageStreak {
 pub(crate) struct DoomLoopCheck {
     gate: Gate,
     state: Arc<dyn SessionState>,
+    warnings: Warnings,
     threshold: usize,
     /// Serializes this process's read-update-write of a streak.
     update: Mutex<()>,
 }
 
 impl DoomLoopCheck {
-    pub(crate) fn new(gate: Gate, state: Arc<dyn SessionState>) -> Self {
+    pub(crate) fn new(gate: Gate, state: Arc<dyn SessionState>, warnings: Warnings) -> Self {
         Self {
             gate,
             state,
+            warnings,
             threshold: DEFAULT_DOOM_LOOP_THRESHOLD,
             update: Mutex::new(()),
         }
@@ -61,7 +65,12 @@ impl DoomLoopCheck {
             Ok(Some(text)) => serde_json::from_str(&text).unwrap_or_default(),
             Ok(None) => MessageStreak::default(),
             Err(error) => {
-                tracing::warn!("doom-loop streak unavailable: {error}");
+                self.warnings.session(
+                    session,
+                    format!(
+                        "the repeated-call check could not read this session's streak: {error}"
+                    ),
+                );
                 MessageStreak::default()
             }
         };
@@ -75,7 +84,10 @@ impl DoomLoopCheck {
         if let Ok(text) = serde_json::to_string(&streak)
             && let Err(error) = self.state.put(session, STREAK_KEY, Some(&text))
         {
-            tracing::warn!("doom-loop streak not saved: {error}");
+            self.warnings.session(
+                session,
+                format!("the repeated-call check could not save this session's streak: {error}"),
+            );
         }
         found
     }

@@ -26,6 +26,8 @@ use tackle_registry::{CallDraft, Layer, Turn};
 use tackle_store::Snapshots;
 use tackle_store::snapshot::{ChangeMeta, Mark};
 
+use crate::warnings::Warnings;
+
 /// How long a call waits for the first snapshot before it runs without one.
 const READY_WAIT: Duration = Duration::from_secs(1);
 
@@ -33,6 +35,7 @@ pub(crate) struct SnapshotLayer {
     snapshots: Arc<Snapshots>,
     jobs: Option<WeakJobs>,
     state: Arc<Mutex<State>>,
+    warnings: Warnings,
 }
 
 #[derive(Default)]
@@ -58,11 +61,12 @@ type CallKey = (String, String, Option<u32>);
 type JobRef = (String, String, String, String);
 
 impl SnapshotLayer {
-    pub(crate) fn new(snapshots: Arc<Snapshots>, jobs: Option<&Jobs>) -> Self {
+    pub(crate) fn new(snapshots: Arc<Snapshots>, jobs: Option<&Jobs>, warnings: Warnings) -> Self {
         Self {
             snapshots,
             jobs: jobs.map(Jobs::downgrade),
             state: Arc::default(),
+            warnings,
         }
     }
 
@@ -214,7 +218,13 @@ impl Layer for SnapshotLayer {
                      call cannot be undone",
                 ),
                 Ok(Err(error)) => {
-                    tracing::warn!(%error, "a snapshot failed; this call cannot be undone");
+                    self.warnings.session(
+                        cx.identity().session.as_str(),
+                        format!(
+                            "the snapshot before call `{}` failed ({error}); it cannot be undone",
+                            call_id(cx)
+                        ),
+                    );
                     call.note(format!(
                         "snapshot: failed ({error}); this call cannot be undone"
                     ));
@@ -247,6 +257,7 @@ impl Layer for SnapshotLayer {
                 tool: settlement.tool.clone(),
                 overlap: Vec::new(),
             };
+            let warnings = self.warnings.clone();
             let recorded = tokio::task::spawn_blocking(move || {
                 let mut state = state.lock();
                 let running = state.running.remove(&key)?;
@@ -255,7 +266,14 @@ impl Layer for SnapshotLayer {
                 let (now, delta) = match result {
                     Ok(taken) => taken,
                     Err(error) => {
-                        tracing::warn!(%error, "a snapshot failed; this call cannot be undone");
+                        warnings.session(
+                            &meta.session,
+                            format!(
+                                "the snapshot after call `{}` failed ({error}); it cannot be \
+                                 undone",
+                                meta.call
+                            ),
+                        );
                         return None;
                     }
                 };
@@ -273,7 +291,14 @@ impl Layer for SnapshotLayer {
                 match snapshots.record(&meta, &delta) {
                     Ok(change) => Some(change),
                     Err(error) => {
-                        tracing::warn!(%error, "recording a change failed");
+                        warnings.session(
+                            &meta.session,
+                            format!(
+                                "recording what call `{}` changed failed ({error}); it cannot be \
+                                 undone",
+                                meta.call
+                            ),
+                        );
                         None
                     }
                 }
