@@ -208,7 +208,7 @@ fn read_request(reader: &mut impl BufRead) -> Option<(String, String, Vec<u8>)> 
 
 /// The scripted call for this request: the next one when the request offers the server's
 /// tools (an agent-loop turn), else none (the closing text, or a host's side request).
-fn next_call<'a>(script: &'a Script, offers_tools: bool, answered: usize) -> Option<&'a ToolCall> {
+fn next_call(script: &Script, offers_tools: bool, answered: usize) -> Option<&ToolCall> {
     offers_tools.then(|| script.calls.get(answered)).flatten()
 }
 
