@@ -15,16 +15,8 @@ codex_version=0.169.0
 bin="$cache/bin"
 mkdir -p "$bin"
 
-npm_pkg() { # dir, packages...
-  local dir="$cache/$1"
-  shift
-  local stamp="$dir/.installed-$(echo "$*" | tr ' /@' '___')"
-  if [[ ! -f "$stamp" ]]; then
-    mkdir -p "$dir"
-    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$@" >&2
-    touch "$stamp"
-  fi
-}
+# shellcheck source=scripts/npm-cache.sh
+source "$(dirname "$0")/npm-cache.sh"
 
 # The one executable named `name` under `dir` (the packages' layouts differ between versions).
 native() { # dir, name

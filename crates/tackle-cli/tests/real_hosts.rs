@@ -50,11 +50,13 @@ fn installed(program: &str) -> Option<PathBuf> {
     None
 }
 
-/// One test's directories: the host's home, the project, tackle's data directory.
+/// One test's directories (the host's home, the project, tackle's data directory) and the
+/// project's file, holding [`ORIGINAL`].
 struct Sandbox {
     // Under the target directory, not /tmp: codex declines to set itself up in a temp dir.
     base: TempDir,
     mark: String,
+    file: PathBuf,
 }
 
 impl Sandbox {
@@ -64,7 +66,9 @@ impl Sandbox {
             std::fs::create_dir_all(base.path().join(dir)).unwrap();
         }
         let mark = base.path().display().to_string();
-        Self { base, mark }
+        let file = base.path().join("project/a.txt");
+        std::fs::write(&file, ORIGINAL).unwrap();
+        Self { base, mark, file }
     }
 
     fn dir(&self, name: &str) -> PathBuf {
@@ -371,9 +375,7 @@ fn claude_code_reads_tackles_text_edits_refuses_an_unread_edit_and_never_kills_t
     };
     let started = Instant::now();
     let sandbox = Sandbox::new();
-    let file = sandbox.project().join("a.txt");
-    std::fs::write(&file, ORIGINAL).unwrap();
-    let printed = sandbox.call_read(&file);
+    let (file, printed) = (&sandbox.file, sandbox.call_read(&sandbox.file));
 
     let config = sandbox.dir("mcp.json");
     let servers = json!({ "mcpServers": { SERVER: {
@@ -384,7 +386,7 @@ fn claude_code_reads_tackles_text_edits_refuses_an_unread_edit_and_never_kills_t
     } } });
     std::fs::write(&config, servers.to_string()).unwrap();
 
-    for (run, script) in scripts(&file).into_iter().enumerate() {
+    for (run, script) in scripts(file).into_iter().enumerate() {
         let model = ScriptedModel::start(Api::Messages, SERVER, script);
         let label = format!("claude-{run}");
         let debug_log = sandbox.dir(&format!("{label}.debug.log"));
@@ -424,13 +426,17 @@ fn claude_code_reads_tackles_text_edits_refuses_an_unread_edit_and_never_kills_t
             log.contains(&format!(
                 "MCP server \"{SERVER}\": MCP server process exited cleanly"
             )),
-            "{label} saw tackle exit cleanly:\n{log}"
+            "{label} saw tackle exit cleanly; it logged:\n{}",
+            log.lines()
+                .filter(|line| line.contains(&format!("MCP server \"{SERVER}\"")))
+                .collect::<Vec<_>>()
+                .join("\n")
         );
 
         let results = model.tool_results(Api::Messages);
         match run {
-            0 => assert_read_then_edit("Claude Code", &results, &printed, |_| false, &file),
-            _ => assert_unread_edit_refused("Claude Code", &results, &file),
+            0 => assert_read_then_edit("Claude Code", &results, &printed, |_| false, file),
+            _ => assert_unread_edit_refused("Claude Code", &results, file),
         }
         assert_nothing_left(&sandbox, &label);
     }
@@ -444,13 +450,11 @@ fn codex_reads_tackles_text_edits_refuses_an_unread_edit_and_never_kills_tackle(
     };
     let started = Instant::now();
     let sandbox = Sandbox::new();
-    let file = sandbox.project().join("a.txt");
-    std::fs::write(&file, ORIGINAL).unwrap();
-    let printed = sandbox.call_read(&file);
+    let (file, printed) = (&sandbox.file, sandbox.call_read(&sandbox.file));
     let codex_home = sandbox.home().join(".codex");
     std::fs::create_dir_all(&codex_home).unwrap();
 
-    for (run, script) in scripts(&file).into_iter().enumerate() {
+    for (run, script) in scripts(file).into_iter().enumerate() {
         let model = ScriptedModel::start(Api::Responses, SERVER, script);
         std::fs::write(
             codex_home.join("config.toml"),
@@ -476,8 +480,8 @@ fn codex_reads_tackles_text_edits_refuses_an_unread_edit_and_never_kills_tackle(
         let wall_time =
             |block: &str| block.starts_with("Wall time: ") && block.ends_with("Output:");
         match run {
-            0 => assert_read_then_edit("codex", &results, &printed, wall_time, &file),
-            _ => assert_unread_edit_refused("codex", &results, &file),
+            0 => assert_read_then_edit("codex", &results, &printed, wall_time, file),
+            _ => assert_unread_edit_refused("codex", &results, file),
         }
         assert_nothing_left(&sandbox, &label);
     }
