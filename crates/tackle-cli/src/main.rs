@@ -270,22 +270,6 @@ fn main() -> ExitCode {
 /// after 500 ms must still not have to).
 const CALLS_SETTLE: std::time::Duration = std::time::Duration::from_millis(300);
 
-/// Drops the served host once the calls that hold it have settled (a cancelled call settles as
-/// interrupted and its journal row is written before it lets go), waiting at most
-/// [`CALLS_SETTLE`]. Dropping the host kills what it still runs: MCP servers, language servers.
-async fn release(mut host: std::sync::Arc<Host>) {
-    let deadline = tokio::time::Instant::now() + CALLS_SETTLE;
-    loop {
-        host = match std::sync::Arc::try_unwrap(host) {
-            Ok(host) => return drop(host),
-            // A call that outlives the wait is dropped with the runtime, recorded as interrupted.
-            Err(shared) if tokio::time::Instant::now() >= deadline => return drop(shared),
-            Err(shared) => shared,
-        };
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
-}
-
 /// Reports an operational error on stderr.
 fn operational(error: anyhow::Error) -> ExitCode {
     eprintln!("tackle: {error:#}");
@@ -423,6 +407,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 None => None,
             };
             let calls = tackle_mcp::ClientCalls::new();
+            let running = calls.clone();
             let approvals = if yes {
                 Approvals::AllowOnce
             } else {
@@ -445,6 +430,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 calls: calls.clone(),
                 spec: spec(None),
             };
+            tracing::info!(pid = std::process::id(), "tackle serve started");
             let host = open_host(root, data_dir, config, approvals, Some(calls.clone()), true)?;
             host.supervise_mcp().await;
             print_warnings(&host);
@@ -473,6 +459,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 },
                 Some((address, options)) => serve::serve_http(address, server, options).await,
             };
+            tracing::info!(pid = std::process::id(), "tackle serve stopping");
             watcher.abort();
             logger.abort();
             let _ = logger.await;
@@ -486,13 +473,30 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 () = host.shutdown(tackle_host::SHUTDOWN_GRACE) => {}
                 () = serve::stop_signal() => host.shutdown(std::time::Duration::ZERO).await,
             }
-            let hosts = host.all();
-            drop(host);
-            for host in hosts {
-                release(host).await;
+            // Calls still running (cancelled with their connection) settle and journal their
+            // interruption; a journal row is committed before its call returns.
+            let deadline = tokio::time::Instant::now() + CALLS_SETTLE;
+            while !running.is_idle() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
             }
-            served?;
-            Ok(ExitCode::SUCCESS)
+            for host in host.all() {
+                host.persist();
+            }
+            // The configured MCP servers' groups, which their dropped tasks may not have killed.
+            tackle_mcp::kill_child_servers();
+            // Last: a host's log shows whether a server finished stopping or was killed.
+            tracing::info!(pid = std::process::id(), "tackle serve stopped");
+            let code = match served {
+                Ok(()) => 0,
+                Err(error) => {
+                    eprintln!("tackle: {error:#}");
+                    i32::from(EXIT_OPERATIONAL)
+                }
+            };
+            // Exit now rather than wait for the connection's tasks to let go of the host (a
+            // host that sends SIGTERM kills ~10 ms later): everything is committed, and closing
+            // the databases or freeing memory would only take time.
+            std::process::exit(code)
         }
         Command::Undo {
             call,

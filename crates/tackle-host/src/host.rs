@@ -480,8 +480,9 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(40);
 impl Host {
     /// Stops the background jobs and the language servers, all at once, within about `grace`
     /// (see [`SHUTDOWN_GRACE`]): SIGTERM to each job's process group, `shutdown` and `exit` to
-    /// each server, then whatever is still there is killed with its process group. Dropping the
-    /// host kills them at once instead.
+    /// each server, then whatever is still there is killed with its process group. Then the
+    /// configured MCP servers are dropped (their process groups killed). Dropping the host kills
+    /// them all at once instead.
     pub async fn shutdown(&self, grace: Duration) {
         let jobs = async {
             if let Some(jobs) = &self.jobs {
@@ -494,6 +495,14 @@ impl Host {
             }
         };
         futures_util::future::join(jobs, lsp).await;
+        self.mcp.stop();
+    }
+
+    /// Writes what is kept only in memory and is worth keeping for the next process (the
+    /// snapshot stat cache), for a process about to exit without dropping the host. The
+    /// journal, session state and change log are committed as they go.
+    pub fn persist(&self) {
+        self.snapshots.persist();
     }
 
     /// A builder for a host of the Location at `root`.

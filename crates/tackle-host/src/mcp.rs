@@ -28,6 +28,25 @@ impl Mcp {
         }
     }
 
+    /// Drops every connection and supervisor: their tools leave, and each server's process
+    /// group is killed as its task lets go of it.
+    pub(crate) fn stop(&self) {
+        let supervisors = std::mem::take(
+            &mut *self
+                .supervisors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let connections = std::mem::take(
+            &mut *self
+                .connections
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        drop(supervisors);
+        drop(connections);
+    }
+
     /// Connects every server once, all at once; returns the warnings and failures.
     pub(crate) async fn connect(&self, location: &Location, gate: &Gate) -> Vec<String> {
         let options = options(gate.clone());

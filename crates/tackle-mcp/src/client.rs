@@ -28,7 +28,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use child::{DEPTH_ENV, MAX_DEPTH, may_start_servers, nesting_depth};
+pub use child::{DEPTH_ENV, MAX_DEPTH, kill_child_servers, may_start_servers, nesting_depth};
 pub use names::assign_tool_names;
 
 /// How to reach one MCP server.

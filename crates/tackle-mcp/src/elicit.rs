@@ -80,6 +80,11 @@ impl ClientCalls {
         }
     }
 
+    /// True when no call is running.
+    pub fn is_idle(&self) -> bool {
+        self.table().is_empty()
+    }
+
     /// How to ask about the running call `call`.
     fn asker_of(&self, call: &str) -> Option<Asker> {
         self.table().get(call).cloned()

@@ -84,8 +84,8 @@ pub use convert::StructuredContent;
 
 pub use client::{
     BeforeCall, ConnectError, ConnectOptions, DEPTH_ENV, MAX_DEPTH, McpConnection, McpServerConfig,
-    McpTransport, Supervisor, SupervisorState, assign_tool_names, connect, may_start_servers,
-    nesting_depth, supervise,
+    McpTransport, Supervisor, SupervisorState, assign_tool_names, connect, kill_child_servers,
+    may_start_servers, nesting_depth, supervise,
 };
 pub use elicit::{ClientCalls, ElicitingApprover};
 pub use http::{

@@ -435,6 +435,12 @@ impl Snapshots {
         self.lock_tree().unpin(mark.version);
     }
 
+    /// Writes the stat cache now (dropping the store does too), so a process that exits
+    /// without dropping it starts its successor warm.
+    pub fn persist(&self) {
+        self.save_cache(true);
+    }
+
     fn save_cache(&self, now: bool) {
         let mut saved = self.saved_at.lock().unwrap_or_else(|e| e.into_inner());
         if !now && saved.is_some_and(|at| at.elapsed() < CACHE_SAVE_EVERY) {

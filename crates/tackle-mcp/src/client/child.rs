@@ -14,7 +14,8 @@
 //!
 //! [`ConnectError::Nested`]: super::ConnectError::Nested
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Mutex, PoisonError};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -65,6 +66,19 @@ pub(crate) fn command(
     command
 }
 
+/// The process groups of the children that are alive, for [`kill_child_servers`].
+static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// Kills the whole process group of every child server still alive, at once. For a process
+/// about to exit without dropping its connections (whose drop would do it): the parent death
+/// signal reaches only the children themselves, not what they started.
+pub fn kill_child_servers() {
+    let groups = std::mem::take(&mut *LIVE_GROUPS.lock().unwrap_or_else(PoisonError::into_inner));
+    for pgid in groups {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+}
+
 /// Kills a child's whole process group when dropped.
 #[derive(Debug)]
 pub(crate) struct ChildGroup {
@@ -75,12 +89,20 @@ impl ChildGroup {
     /// The group led by the child with process id `pid` (see [`command`]).
     pub(crate) fn led_by(pid: Option<u32>) -> Option<Self> {
         let pgid = i32::try_from(pid?).ok().filter(|&pgid| pgid > 1)?;
+        LIVE_GROUPS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(pgid);
         Some(Self { pgid })
     }
 }
 
 impl Drop for ChildGroup {
     fn drop(&mut self) {
+        LIVE_GROUPS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.pgid);
         // Synchronous, so it happens even while the runtime shuts down; a group that is gone
         // already is fine.
         let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
