@@ -55,11 +55,24 @@ pub(crate) fn settlement_json(settlement: &Settlement) -> anyhow::Result<String>
         "defect": defect,
         "model_result": settlement.model_result(),
         "managed": settlement.managed,
-        "timings": settlement.timings,
+        "timings": timings_ms(&settlement.timings),
         "adjustments": settlement.adjustments,
         "annotations": settlement.annotations,
     });
     Ok(serde_json::to_string_pretty(&record)?)
+}
+
+/// Each phase's duration as milliseconds (fractions to the microsecond), under `<phase>_ms`.
+fn timings_ms(timings: &tackle_core::PhaseTimings) -> serde_json::Value {
+    let ms = |d: std::time::Duration| (d.as_micros() as f64) / 1000.0;
+    json!({
+        "resolve_ms": ms(timings.resolve),
+        "decode_ms": ms(timings.decode),
+        "execute_ms": ms(timings.execute),
+        "encode_ms": ms(timings.encode),
+        "project_ms": ms(timings.project),
+        "bound_ms": ms(timings.bound),
+    })
 }
 
 /// One line per advertised tool: `name: first line of description`, sorted by name.

@@ -211,6 +211,14 @@ fn json_prints_the_settlement_record() {
     assert_eq!(record["identity"]["session"], "cli");
     assert_eq!(record["identity"]["agent"], "build");
     assert_eq!(record["model_result"]["is_error"], false);
+    // Timings are plain numbers of milliseconds, the unit in each key.
+    let timings = record["timings"].as_object().unwrap();
+    assert_eq!(timings.len(), 6, "{timings:?}");
+    for (phase, value) in timings {
+        assert!(phase.ends_with("_ms"), "{phase}");
+        assert!(value.as_f64().is_some_and(|ms| ms >= 0.0), "{phase}: {value}");
+    }
+    assert!(timings["execute_ms"].as_f64().unwrap() > 0.0, "{timings:?}");
 }
 
 #[test]
