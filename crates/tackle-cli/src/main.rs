@@ -79,6 +79,15 @@ struct Global {
     log_file: Option<PathBuf>,
 }
 
+/// A front end whose tool list `tackle tools` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum FrontEnd {
+    /// `tackle call`: one call per process, so no background-job tools.
+    Call,
+    /// `tackle serve`: a long-lived server, with the background-job tools.
+    Serve,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Settle one call and print what the model would see.
@@ -130,6 +139,10 @@ enum Command {
         /// A tool the provider cannot express is reported on stderr and left out.
         #[arg(long, value_name = "PROVIDER", conflicts_with = "json")]
         provider: Option<tackle_core::Provider>,
+        /// Whose tools: `call` (default: exactly what `tackle call` accepts) or `serve` (what
+        /// `tackle serve` offers its clients, with the background-job tools).
+        #[arg(long = "for", value_name = "FRONT_END", default_value = "call")]
+        front_end: FrontEnd,
     },
     /// Work with the configuration files.
     Config {
@@ -586,9 +599,15 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             print_stdout(&lines.join("\n"))?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Tools { json, provider } => {
+        Command::Tools {
+            json,
+            provider,
+            front_end,
+        } => {
             let approvals = approve::no_one_to_ask("`tools` asks nothing");
-            let host = open_host(root, data_dir, config, approvals, None, true)?;
+            // The same host `call` or `serve` opens, so the list is what that front end takes.
+            let long_lived = front_end == FrontEnd::Serve;
+            let host = open_host(root, data_dir, config, approvals, None, long_lived)?;
             host.connect_mcp().await;
             print_warnings(&host);
             let turn = host.turn(&spec(provider))?;

@@ -216,7 +216,10 @@ fn json_prints_the_settlement_record() {
     assert_eq!(timings.len(), 6, "{timings:?}");
     for (phase, value) in timings {
         assert!(phase.ends_with("_ms"), "{phase}");
-        assert!(value.as_f64().is_some_and(|ms| ms >= 0.0), "{phase}: {value}");
+        assert!(
+            value.as_f64().is_some_and(|ms| ms >= 0.0),
+            "{phase}: {value}"
+        );
     }
     assert!(timings["execute_ms"].as_f64().unwrap() > 0.0, "{timings:?}");
 }
@@ -519,4 +522,51 @@ fn a_full_read_is_never_cut_in_the_middle_by_the_output_bound() {
             next - 1
         );
     }
+}
+
+#[test]
+fn tools_lists_exactly_what_call_accepts() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.tackle().args(["tools", "--json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let tools: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let listed: Vec<String> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect();
+    // `call` names what it accepts when it gets a name it does not.
+    let output = sandbox
+        .tackle()
+        .args(["call", "no_such_tool", "{}"])
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    let accepted = text
+        .split("Available tools: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"))
+        .trim_end()
+        .trim_end_matches('.');
+    let mut accepted: Vec<String> = accepted.split(", ").map(str::to_owned).collect();
+    let mut listed_sorted = listed.clone();
+    listed_sorted.sort();
+    accepted.sort();
+    assert_eq!(listed_sorted, accepted);
+    // The job tools exist only where jobs outlive a call.
+    assert!(
+        !listed.iter().any(|name| name.starts_with("bash_")),
+        "{listed:?}"
+    );
+    let output = sandbox
+        .tackle()
+        .args(["tools", "--for", "serve"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&output).contains("bash_output: "),
+        "{}",
+        stdout(&output)
+    );
 }

@@ -102,6 +102,22 @@ async fn serve_lists_and_settles_builtin_tools_over_stdio() {
         .expect("`read` is listed");
     assert!(read.description.as_deref().is_some_and(|d| !d.is_empty()));
     assert!(read.input_schema.contains_key("properties"));
+    // `tackle tools --for serve` prints exactly this list.
+    let mut served: Vec<String> = tools.iter().map(|tool| tool.name.to_string()).collect();
+    served.sort();
+    let listed = sandbox
+        .command(["tools", "--for", "serve"])
+        .output()
+        .await
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let mut listed: Vec<String> = listed
+        .lines()
+        .filter_map(|line| line.split(": ").next())
+        .map(str::to_owned)
+        .collect();
+    listed.sort();
+    assert_eq!(served, listed);
 
     let result = call(
         &client,
