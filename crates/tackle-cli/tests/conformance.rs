@@ -39,26 +39,14 @@ const SCENARIOS: &[&str] = &[
 
 /// The directory of the suite's `conformance` command, or `None` (the test is skipped) when it
 /// is not installed and this is not CI.
-fn suite() -> Option<PathBuf> {
-    match std::env::var_os("TACKLE_CONFORMANCE") {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            assert!(
-                dir.join("conformance").exists(),
-                "TACKLE_CONFORMANCE={} holds no `conformance`: run scripts/install-conformance.sh",
-                dir.display()
-            );
-            Some(dir)
-        }
-        None if std::env::var("CI").as_deref() == Ok("true") => panic!(
-            "the MCP conformance suite is missing: set TACKLE_CONFORMANCE to the last line of \
-             scripts/install-conformance.sh (see .ci/run)"
-        ),
-        None => {
-            eprintln!("skipped: the MCP conformance suite is not installed (TACKLE_CONFORMANCE)");
-            None
-        }
-    }
+fn suite(test: &str) -> Option<PathBuf> {
+    let dir = support::peers::locate(support::peers::Peer::Conformance, test)?;
+    assert!(
+        dir.join("conformance").exists(),
+        "{} holds no `conformance`: run scripts/install-conformance.sh",
+        dir.display()
+    );
+    Some(dir)
 }
 
 /// A project with one skill, so `prompts/list` has something to list.
@@ -144,7 +132,9 @@ fn serve() -> Server {
 
 #[test]
 fn the_conformance_scenarios_of_what_tackle_declares_pass() {
-    let Some(dir) = suite() else { return };
+    let Some(dir) = suite("conformance") else {
+        return;
+    };
     let server = serve();
     let mut failures = Vec::new();
     for scenario in SCENARIOS {
@@ -160,7 +150,9 @@ fn the_conformance_scenarios_of_what_tackle_declares_pass() {
 
 #[test]
 fn undeclared_methods_are_method_not_found() {
-    let Some(dir) = suite() else { return };
+    let Some(dir) = suite("conformance") else {
+        return;
+    };
     let server = serve();
     // The suite asks `completion/complete` although tackle declares no `completions`.
     let (_, failed, text) = run_scenario(&dir, &server.url, "completion-complete");

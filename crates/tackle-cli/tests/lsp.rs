@@ -1,8 +1,9 @@
 //! Code intelligence end to end, on real language servers: diagnostics after edits through
 //! `tackle call` and `tackle serve`, the `lsp` tool, restarts, and servers that never answer.
 //!
-//! The servers come from `scripts/install-test-servers.sh` (which `.ci/run` calls). Without
-//! them these tests print a line naming the script and pass; with `CI=true` they fail.
+//! The servers come from `scripts/install-test-servers.sh`, which the tests run on first use
+//! (and `.ci/run` calls). When it cannot install them, these tests print a line naming the
+//! script and pass; with `CI=true` they fail.
 
 mod support;
 
@@ -17,13 +18,10 @@ use serde_json::json;
 use support::{call, text};
 use tempfile::TempDir;
 
-/// The directory holding the test servers, or `None` (after saying so) when they are missing.
+/// The directory holding the test servers (installed on first use), or `None` (after saying
+/// so) when they are missing.
 fn servers(programs: &[&str]) -> Option<PathBuf> {
-    let dir = std::env::var_os("TACKLE_TEST_SERVERS")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/tackle-ci/servers/bin"))
-        })?;
+    let dir = support::peers::locate(support::peers::Peer::LanguageServers, &programs.join(" "))?;
     let system = [dir.clone(), PathBuf::from("/usr/bin")];
     let missing: Vec<&str> = programs
         .iter()

@@ -9,7 +9,7 @@ mod support;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use support::announced_url;
+use support::{announced_url, python};
 
 /// Two sessions of one server. The first runs a command whose output is past the output bound
 /// (its middle is cut), lists its resources and reads the saved output; the second lists its own and tries to read the
@@ -106,19 +106,6 @@ async def main(url, path):
 asyncio.run(main(*sys.argv[1:]))
 "#;
 
-/// Fails with how to install the SDK when `python3 -c "import mcp"` does not run.
-fn require_sdk() {
-    let sdk = Command::new("python3")
-        .args(["-c", "import mcp"])
-        .output()
-        .expect("python3 runs; install it, then `python3 -m pip install mcp` (see .ci/run)");
-    assert!(
-        sdk.status.success(),
-        "the MCP Python SDK is missing: run `python3 -m pip install mcp` (see .ci/run): {}",
-        String::from_utf8_lossy(&sdk.stderr)
-    );
-}
-
 /// A root with `a.txt` and the skill `greet`.
 fn project() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
@@ -149,7 +136,6 @@ impl Drop for Server {
 }
 
 fn serve(root: &Path) -> Server {
-    require_sdk();
     let data = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_tackle"))
         .arg("--root")
@@ -175,8 +161,8 @@ fn serve(root: &Path) -> Server {
 }
 
 /// Runs the Python `client` with `args`; its stdout once it succeeded.
-fn run_client(client: &str, args: &[&str]) -> String {
-    let output = Command::new("python3")
+fn run_client(python: &Path, client: &str, args: &[&str]) -> String {
+    let output = Command::new(python)
         .args(["-c", client])
         .args(args)
         .output()
@@ -189,9 +175,13 @@ fn run_client(client: &str, args: &[&str]) -> String {
 
 #[test]
 fn a_truncated_results_full_output_is_a_resource_of_its_session_only() {
+    let Some(python) = python("a_truncated_results_full_output_is_a_resource_of_its_session_only")
+    else {
+        return;
+    };
     let root = project();
     let server = serve(root.path());
-    let stdout = run_client(RESOURCES_CLIENT, &[&server.url]);
+    let stdout = run_client(&python, RESOURCES_CLIENT, &[&server.url]);
     // The model read the head and the tail of the output, not the middle.
     assert!(stdout.contains("TRUNCATED True False"), "{stdout}");
     assert!(stdout.contains("FIRST_LISTS 1"), "{stdout}");
@@ -214,9 +204,14 @@ fn a_truncated_results_full_output_is_a_resource_of_its_session_only() {
 
 #[test]
 fn skills_are_listed_as_prompts_and_get_returns_the_skill_as_a_user_message() {
+    let Some(python) =
+        python("skills_are_listed_as_prompts_and_get_returns_the_skill_as_a_user_message")
+    else {
+        return;
+    };
     let root = project();
     let server = serve(root.path());
-    let stdout = run_client(PROMPTS_CLIENT, &[&server.url]);
+    let stdout = run_client(&python, PROMPTS_CLIENT, &[&server.url]);
     assert!(
         stdout.contains("PROMPT greet | Greets the user warmly. | ['request']"),
         "{stdout}"
@@ -233,6 +228,10 @@ fn skills_are_listed_as_prompts_and_get_returns_the_skill_as_a_user_message() {
 
 #[test]
 fn warnings_reach_clients_as_log_messages_at_or_above_their_level() {
+    let Some(python) = python("warnings_reach_clients_as_log_messages_at_or_above_their_level")
+    else {
+        return;
+    };
     let root = project();
     // The project's configuration waits for trust, so the server warns that it ignored it (at
     // its start, for everyone) and each session's first call warns that session again.
@@ -243,7 +242,7 @@ fn warnings_reach_clients_as_log_messages_at_or_above_their_level() {
     .unwrap();
     let server = serve(root.path());
     let a = root.path().join("a.txt");
-    let stdout = run_client(LOGGING_CLIENT, &[&server.url, a.to_str().unwrap()]);
+    let stdout = run_client(&python, LOGGING_CLIENT, &[&server.url, a.to_str().unwrap()]);
     let lines = |name: &str| -> Vec<&str> {
         stdout
             .lines()

@@ -3,12 +3,14 @@
 //! an edit lands, a new host session cannot edit a file it has not read, no `tackle` process
 //! outlives the host, and neither the host nor tackle's databases show a forced kill.
 //!
-//! The hosts come from `scripts/install-test-hosts.sh` (which `.ci/run` calls). Without them
-//! these tests print a line naming the script and pass; with `CI=true` they fail. Each host's
+//! The hosts come from `scripts/install-test-hosts.sh`, which the tests run on first use (and
+//! `.ci/run` calls). When it cannot install them, these tests print a line naming the script and
+//! pass; with `CI=true` they fail. Each host's
 //! home, configuration and project live in temporary directories, and nothing leaves loopback.
 
 #[path = "support/scripted_model.rs"]
 mod scripted_model;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -33,13 +35,9 @@ const EXIT_GRACE: Duration = Duration::from_secs(3);
 /// What the project file holds before the edit: a tab and quotes, which JSON would escape.
 const ORIGINAL: &str = "hello\n\tworld \"quoted\"\n";
 
-/// The directory holding `program` from the install script, or `None` (after saying so).
+/// `program` from the install script (run on first use), or `None` (after saying so).
 fn installed(program: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("TACKLE_TEST_HOSTS")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/tackle-ci/hosts/bin"))
-        })?;
+    let dir = support::peers::locate(support::peers::Peer::Hosts, program)?;
     let path = dir.join(program);
     if path.exists() {
         return Some(path);

@@ -123,15 +123,10 @@ pub(crate) fn announced_url(server: &mut Child) -> String {
     url
 }
 
-/// Fails with how to install the SDK when `python3 -c "import mcp"` does not run.
-pub(crate) fn require_sdk() {
-    let sdk = std::process::Command::new("python3")
-        .args(["-c", "import mcp"])
-        .output()
-        .expect("python3 runs; install it, then `python3 -m pip install mcp` (see .ci/run)");
-    assert!(
-        sdk.status.success(),
-        "the MCP Python SDK is missing: run `python3 -m pip install mcp` (see .ci/run): {}",
-        String::from_utf8_lossy(&sdk.stderr)
-    );
+pub(crate) mod peers;
+
+/// The Python with the MCP SDK (installed on first use), or `None` when `test` is skipped
+/// because it cannot be had (see [`peers`]).
+pub(crate) fn python(test: &str) -> Option<std::path::PathBuf> {
+    peers::locate(peers::Peer::PythonSdk, test)
 }
