@@ -95,12 +95,26 @@ async def stateless(target, path):
         ]})
         print("BATCH", batch.is_error, batch.content[0].text.replace("\n", " | "))
 
+async def trust(target, path):
+    async def elicit(ctx, params):
+        options = params.requested_schema["properties"]["decision"]["enum"]
+        print("ASKED", options, params.message.splitlines()[0])
+        return types.ElicitResult(action="accept", content={"decision": options[0]})
+    async with Client(server_of(target), elicitation_callback=elicit) as client:
+        print("VERSION", client.protocol_version)
+        before = await client.list_tools()
+        print("BEFORE", sorted(t.name for t in before.tools if t.name == "deploy"))
+        result = await client.call_tool("read", {"filePath": path})
+        print("RESULT", result.is_error, result.content[0].text.splitlines()[0])
+        after = await client.list_tools(cache_mode="bypass")
+        print("AFTER", sorted(t.name for t in after.tools if t.name == "deploy"))
+
 scenario, rest = sys.argv[1], sys.argv[2:]
 if scenario == "ask":
     rest[3] = None if rest[3] == "auto" else rest[3]
     asyncio.run(ask(rest[0], rest[1], rest[2], rest[3] or "auto"))
 else:
-    asyncio.run({"listen": listen, "by_hand": by_hand, "stateless": stateless}[scenario](*rest))
+    asyncio.run({"listen": listen, "by_hand": by_hand, "stateless": stateless, "trust": trust}[scenario](*rest))
 "#;
 
 /// A project root, a data directory (also the home), and a directory outside the project.
@@ -349,4 +363,49 @@ fn over_stateless_http_each_call_is_a_session_and_an_edit_is_told_to_use_batch()
     assert!(seen.contains("one `batch` call"), "{seen}");
     assert!(seen.contains("BATCH False"), "{seen}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "beta\n");
+}
+
+#[test]
+fn a_2026_client_is_asked_the_trust_question_with_input_required_and_a_yes_applies() {
+    let project = Project::new();
+    std::fs::create_dir(project.root.path().join(".tackle")).unwrap();
+    let tool = serde_json::json!({
+        "name": "deploy", "description": "Deploys.",
+        "input": {"type": "object", "properties": {}},
+        "command": "true",
+    });
+    std::fs::create_dir(project.root.path().join(".tackle/tools")).unwrap();
+    std::fs::write(
+        project.root.path().join(".tackle/tools/deploy.json"),
+        tool.to_string(),
+    )
+    .unwrap();
+    let file = project.root.path().join("a.txt");
+    for transport in ["stdio", "http"] {
+        let (_server, target) = match transport {
+            "http" => {
+                let (server, url) = project.http();
+                (Some(Stop(server)), url)
+            }
+            _ => (None, project.stdio()),
+        };
+        let Some(seen) = project.client("trust", &[&target, &path(&file)]) else {
+            return;
+        };
+        match transport {
+            // The first run asks, and the yes is recorded for the project.
+            "stdio" => {
+                assert!(seen.contains("ASKED ['trust', 'ignore']"), "{seen}");
+                assert!(seen.contains("BEFORE []"), "{seen}");
+            }
+            // Trusted since: nothing to ask.
+            _ => assert!(!seen.contains("ASKED"), "{transport}: {seen}"),
+        }
+        assert!(seen.contains("VERSION 2026-07-28"), "{transport}: {seen}");
+        assert!(
+            seen.contains("RESULT False      1\talpha"),
+            "{transport}: {seen}"
+        );
+        assert!(seen.contains("AFTER ['deploy']"), "{transport}: {seen}");
+    }
 }

@@ -626,8 +626,6 @@ impl ServerHandler for TackleServer {
                 .resume(state, request.name.as_ref(), responses, &context)
                 .await;
         }
-        self.before_first_call(&context.peer, &context.ct).await;
-        let turn = self.turn_for_call();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call = ToolCall::new(request.name.as_ref(), arguments);
         // Unique across connections and processes: the connection's ID and the request's.
@@ -643,17 +641,25 @@ impl ServerHandler for TackleServer {
         if let Some(calls) = self.inner.client_calls.as_ref()
             && input_required::asks_inline(&context)
         {
-            // Runs on a task of its own, so it can wait for a retry that answers a question.
+            // Runs on a task of its own, so it can wait for a retry that answers a question
+            // (the host's question before the connection's first call included).
             let (asker, questions) = mpsc::unbounded_channel();
-            let registered = calls.enter(call_id, Asker::InputRequired(asker));
+            let registered = calls.enter(call_id, Asker::InputRequired(asker.clone()));
             let cancel = CancellationToken::new();
             let (progress, updates) = mpsc::channel(PROGRESS_BUFFER);
             let cx = Context::new(identity, cancel.clone()).with_progress(progress);
-            let settling = turn.clone();
+            let server = self.clone();
+            let stopped = cancel.clone();
             let in_flight = InFlight {
                 tool: request.name.to_string(),
-                turn,
-                settlement: tokio::spawn(async move { settling.settle(cx, call).await }),
+                settlement: tokio::spawn(async move {
+                    server
+                        .before_first_call(Asker::InputRequired(asker), &stopped)
+                        .await;
+                    let turn = server.turn_for_call();
+                    let settlement = turn.settle(cx, call).await;
+                    (turn, settlement)
+                }),
                 questions,
                 asked: Vec::new(),
                 cancel,
@@ -663,6 +669,9 @@ impl ServerHandler for TackleServer {
             };
             return self.drive(in_flight, &context).await;
         }
+        self.before_first_call(Asker::Request(context.peer.clone()), &context.ct)
+            .await;
+        let turn = self.turn_for_call();
         let _running = self
             .inner
             .client_calls

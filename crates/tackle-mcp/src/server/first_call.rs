@@ -8,13 +8,13 @@ use std::pin::Pin;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use rmcp::service::ElicitationMode;
-use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::TackleServer;
+use crate::elicit::{Asker, Question};
 
 /// The host's step, given the connection's first call.
 pub(super) type BeforeFirstCall =
@@ -51,7 +51,7 @@ pub enum Prepared {
 
 /// The client that made a call, for one question to the person behind it.
 pub struct Client {
-    peer: Peer<RoleServer>,
+    asker: Asker,
 }
 
 /// The person's answer to a yes/no question.
@@ -68,9 +68,13 @@ pub enum Confirmation {
 impl Client {
     /// True when the client declared form elicitation, so a person can be asked.
     pub fn can_ask(&self) -> bool {
-        self.peer
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form)
+        match &self.asker {
+            Asker::Request(peer) => peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form),
+            // Chosen only for a client that declared form elicitation.
+            Asker::InputRequired(_) => true,
+        }
     }
 
     /// Asks `message` as a form with one required choice between `yes` and `no` (the labels
@@ -81,13 +85,31 @@ impl Client {
             message,
             requested_schema: choice(yes, no),
         };
-        match self
-            .peer
-            .create_elicitation_with_timeout(params, Some(QUESTION_TIMEOUT))
-            .await
-        {
-            Ok(result) => confirmation_of(result.action, result.content.as_ref(), yes),
-            Err(error) => Confirmation::Unanswered(error.to_string()),
+        match &self.asker {
+            Asker::Request(peer) => match peer
+                .create_elicitation_with_timeout(params, Some(QUESTION_TIMEOUT))
+                .await
+            {
+                Ok(result) => confirmation_of(result.action, result.content.as_ref(), yes),
+                Err(error) => Confirmation::Unanswered(error.to_string()),
+            },
+            // MCP 2026-07-28: the question leaves in the call's `input_required` result.
+            Asker::InputRequired(questions) => {
+                let (answer, answered) = tokio::sync::oneshot::channel();
+                if questions.send(Question { params, answer }).is_err() {
+                    return Confirmation::Unanswered("the call ended".to_owned());
+                }
+                match tokio::time::timeout(QUESTION_TIMEOUT, answered).await {
+                    Ok(Ok(value)) => match serde_json::from_value::<ElicitResult>(value) {
+                        Ok(result) => confirmation_of(result.action, result.content.as_ref(), yes),
+                        Err(error) => {
+                            Confirmation::Unanswered(format!("unreadable answer: {error}"))
+                        }
+                    },
+                    Ok(Err(_)) => Confirmation::Unanswered("the client did not answer".to_owned()),
+                    Err(_) => Confirmation::Unanswered("the time to answer ran out".to_owned()),
+                }
+            }
         }
     }
 }
@@ -131,18 +153,14 @@ impl TackleServer {
 
     /// Runs the host's step when this is the connection's first call; a changed host drops
     /// the connection's listing so the call lists afresh.
-    pub(super) async fn before_first_call(
-        &self,
-        peer: &Peer<RoleServer>,
-        cancelled: &CancellationToken,
-    ) {
+    pub(super) async fn before_first_call(&self, asker: Asker, cancelled: &CancellationToken) {
         let Some(step) = self.inner.before_first_call.clone() else {
             return;
         };
         let prepare = self.connection.first_call.get_or_init(|| async {
             let call = FirstCall {
                 session: self.session().to_owned(),
-                client: Client { peer: peer.clone() },
+                client: Client { asker },
             };
             if step(call).await == Prepared::ToolsChanged {
                 *self

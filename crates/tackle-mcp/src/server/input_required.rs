@@ -95,8 +95,8 @@ impl WaitingCalls {
 pub(super) struct InFlight {
     /// The tool's advertised name, which the retry must repeat.
     pub(super) tool: String,
-    pub(super) turn: Turn,
-    pub(super) settlement: JoinHandle<Settlement>,
+    /// The settlement, with the turn it settled against.
+    pub(super) settlement: JoinHandle<(Turn, Settlement)>,
     /// Questions from the call's asker ([`crate::elicit::Asker::InputRequired`]).
     pub(super) questions: mpsc::UnboundedReceiver<Question>,
     /// The questions sent to the client, by their key in `inputRequests`.
@@ -119,7 +119,7 @@ impl Drop for InFlight {
 
 /// What ended one request's drive of a call.
 enum Event {
-    Settled(Result<Settlement, tokio::task::JoinError>),
+    Settled(Result<(Turn, Settlement), tokio::task::JoinError>),
     Asked(Question),
     ProgressEnded,
     Cancelled,
@@ -183,11 +183,11 @@ impl TackleServer {
             };
             match event {
                 Event::Settled(joined) => {
-                    let settlement = joined.map_err(|error| {
+                    let (turn, settlement) = joined.map_err(|error| {
                         ErrorData::internal_error(format!("the call's task failed: {error}"), None)
                     })?;
                     return self
-                        .finish(&settlement, &call.turn, &call.tool)
+                        .finish(&settlement, &turn, &call.tool)
                         .map(CallToolResponse::from);
                 }
                 Event::Asked(question) => {
@@ -205,11 +205,11 @@ impl TackleServer {
                 Event::Cancelled => {
                     // The settlement ends as interrupted; wait so the journal has it.
                     call.cancel.cancel();
-                    let settlement = (&mut call.settlement).await.map_err(|error| {
+                    let (turn, settlement) = (&mut call.settlement).await.map_err(|error| {
                         ErrorData::internal_error(format!("the call's task failed: {error}"), None)
                     })?;
                     return self
-                        .finish(&settlement, &call.turn, &call.tool)
+                        .finish(&settlement, &turn, &call.tool)
                         .map(CallToolResponse::from);
                 }
             }
