@@ -56,6 +56,12 @@ mod instructions;
 mod list;
 #[cfg(feature = "lsp")]
 mod lsp;
+#[cfg(feature = "fs")]
+mod notebook;
+#[cfg(feature = "fs")]
+mod notebook_edit;
+#[cfg(feature = "pdf")]
+mod pdf;
 #[cfg(feature = "agent")]
 mod question;
 #[cfg(feature = "fs")]
@@ -113,7 +119,11 @@ pub use question::{
     QuestionOption, QuestionOutput,
 };
 #[cfg(feature = "fs")]
-pub use read::{ReadInput, ReadKind, ReadOutput};
+pub use notebook_edit::{
+    NotebookCellType, NotebookEditInput, NotebookEditMode, NotebookEditOutput,
+};
+#[cfg(feature = "fs")]
+pub use read::{ReadInput, ReadKind, ReadMedia, ReadOutput};
 #[cfg(feature = "agent")]
 pub use skill::{Skill, SkillCatalog, SkillInput, SkillOutput, SkillWarning, discover_skills};
 #[cfg(feature = "agent")]
@@ -397,7 +407,7 @@ pub fn lsp_tools(
 }
 
 /// The file tools, named as the model calls them: `read`, `write`, `edit`, `multiedit`,
-/// `apply_patch` and `list`.
+/// `notebook_edit`, `apply_patch` and `list`.
 #[cfg(feature = "fs")]
 pub fn file_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
     vec![
@@ -405,6 +415,7 @@ pub fn file_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
         (ToolName::WRITE.as_str(), write::tool(env)),
         (ToolName::EDIT.as_str(), edit::edit_tool(env)),
         (ToolName::MULTIEDIT.as_str(), edit::multiedit_tool(env)),
+        (ToolName::NOTEBOOK_EDIT.as_str(), notebook_edit::tool(env)),
         (ToolName::APPLY_PATCH.as_str(), apply_patch::tool(env)),
         (ToolName::LIST.as_str(), list::tool(env)),
     ]
