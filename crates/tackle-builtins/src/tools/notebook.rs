@@ -159,7 +159,7 @@ pub(crate) fn render(
         shown += 1;
     }
     let next_offset = (total > 0 && last + 1 < total).then_some(last + 1);
-    text.push('\n');
+    // Every cell ends with a blank line, and so does the summary.
     text.push_str(&match (total, next_offset) {
         (0, _) => "(The notebook has no cells.)".to_owned(),
         (_, Some(next)) => format!(
