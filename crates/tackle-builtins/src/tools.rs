@@ -1,5 +1,5 @@
-//! The file tools (read, write, edit, multiedit, apply_patch, list), the search tools (grep,
-//! glob) and the environment they share.
+//! The file tools (read, write, edit, multiedit, notebook_edit, apply_patch, list), the search
+//! tools (grep, glob) and the environment they share.
 //!
 //! Every tool is an ordinary [`Tool`](tackle_core::Tool) built from a [`ToolEnv`]: the Location
 //! filesystem service, the session read ledger, the permission [`Gate`] and the options. The host
@@ -113,14 +113,14 @@ pub use grep::{GrepInput, GrepOutput};
 pub use list::{ListInput, ListOutput};
 #[cfg(feature = "lsp")]
 pub use lsp::{LspInput, LspOperation, LspOutput};
+#[cfg(feature = "fs")]
+pub use notebook_edit::{
+    NotebookCellType, NotebookEditInput, NotebookEditMode, NotebookEditOutput,
+};
 #[cfg(feature = "agent")]
 pub use question::{
     Answer, AskFuture, MAX_HEADER_CHARS, Question, QuestionAnswer, QuestionAsker, QuestionInput,
     QuestionOption, QuestionOutput,
-};
-#[cfg(feature = "fs")]
-pub use notebook_edit::{
-    NotebookCellType, NotebookEditInput, NotebookEditMode, NotebookEditOutput,
 };
 #[cfg(feature = "fs")]
 pub use read::{ReadInput, ReadKind, ReadMedia, ReadOutput};

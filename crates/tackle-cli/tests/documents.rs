@@ -158,7 +158,11 @@ fn call_notebook_edit_needs_a_read_and_keeps_the_rest_of_the_file() {
         json!({"notebookPath": "analysis.ipynb", "cellIndex": 0, "editMode": "insert", "cellType": "markdown", "newSource": "Draft"}),
     );
     assert_eq!(code, Some(0), "{out}");
-    assert!(std::fs::read_to_string(&path).unwrap().contains("\"Draft\""));
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("\"Draft\"")
+    );
     let (code, out) = call(
         root.path(),
         data.path(),

@@ -80,9 +80,8 @@ pub(crate) enum NotebookError {
 
 /// The cells of the notebook `text`, checked to be a notebook.
 pub(crate) fn parse(text: &str) -> Result<Value, NotebookError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        NotebookError::Malformed(format!("it is not valid JSON ({e})"))
-    })?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| NotebookError::Malformed(format!("it is not valid JSON ({e})")))?;
     match value.get("cells") {
         Some(Value::Array(cells)) if cells.iter().all(Value::is_object) => Ok(value),
         _ => Err(NotebookError::Malformed(
@@ -118,8 +117,7 @@ pub(crate) fn render(
     let mut text = summary(notebook, name);
     let mut images = Vec::new();
     let mut last = offset;
-    let mut shown = 0;
-    for (index, cell) in cells.iter().enumerate().skip(offset) {
+    for (shown, (index, cell)) in cells.iter().enumerate().skip(offset).enumerate() {
         if shown == limit {
             break;
         }
@@ -156,7 +154,6 @@ pub(crate) fn render(
         text.push_str(&rendered);
         images.append(&mut cell_images);
         last = index;
-        shown += 1;
     }
     let next_offset = (total > 0 && last + 1 < total).then_some(last + 1);
     // Every cell ends with a blank line, and so does the summary.
@@ -279,7 +276,9 @@ fn render_cell(
                 lines: WINDOW_LINES
                     .saturating_sub(tackle_core::count_lines(&out))
                     .max(OUTPUT_FLOOR.lines),
-                bytes: WINDOW_BYTES.saturating_sub(out.len()).max(OUTPUT_FLOOR.bytes),
+                bytes: WINDOW_BYTES
+                    .saturating_sub(out.len())
+                    .max(OUTPUT_FLOOR.bytes),
             }
         } else {
             OUTPUT_CAP
@@ -304,7 +303,9 @@ fn render_cell(
 /// How to see the rest of a cut part of cell `index`.
 fn more_hint(index: usize, single: bool, part: &str) -> String {
     if single {
-        format!("The full text is in the notebook's JSON at cells[{index}].{part}; search it with grep.")
+        format!(
+            "The full text is in the notebook's JSON at cells[{index}].{part}; search it with grep."
+        )
     } else {
         format!("Read this cell alone (offset={index}, limit=1) to see more of it.")
     }

@@ -134,7 +134,9 @@ async fn notebook_edit(
         .check_fresh(cx.session(), &target, &old)
         .map_err(failure)?;
     let decoded = text::decode(&old).map_err(|e| {
-        ToolFailure::new(format!("`{name}` is not UTF-8 text ({e}), so it is not a notebook."))
+        ToolFailure::new(format!(
+            "`{name}` is not UTF-8 text ({e}), so it is not a notebook."
+        ))
     })?;
     let parsed = notebook::parse(&decoded.text).map_err(|e| {
         ToolFailure::new(format!(

@@ -268,10 +268,7 @@ fn lay_out(extracted: Extracted, name: &str, range: PageRange) -> Result<PdfText
     text.push_str(&match next_page {
         Some(next) => {
             let why = if extracted.timed_out {
-                format!(
-                    "extraction stopped after {} s",
-                    EXTRACT_TIMEOUT.as_secs()
-                )
+                format!("extraction stopped after {} s", EXTRACT_TIMEOUT.as_secs())
             } else if shown == MAX_PAGES_PER_READ {
                 format!("one read returns at most {MAX_PAGES_PER_READ} pages")
             } else {
@@ -286,7 +283,11 @@ fn lay_out(extracted: Extracted, name: &str, range: PageRange) -> Result<PdfText
             )
         }
         None if range.first == 1 && last_shown == total => {
-            format!("(End of PDF: {} page{}.)", thousands(total), if total == 1 { "" } else { "s" })
+            format!(
+                "(End of PDF: {} page{}.)",
+                thousands(total),
+                if total == 1 { "" } else { "s" }
+            )
         }
         None => format!(
             "(Showing pages {}-{last_shown} of {}.)",

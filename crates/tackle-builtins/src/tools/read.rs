@@ -8,10 +8,10 @@ use tackle_core::{AnyTool, Context, OutputLimits, State, Tool, ToolFailure};
 
 use super::human;
 use super::instructions::nearest_unseen;
-use super::readable::read_ask;
-use super::{ToolEnv, failure, notebook};
 #[cfg(feature = "pdf")]
 use super::pdf;
+use super::readable::read_ask;
+use super::{ToolEnv, failure, notebook};
 use crate::fs::Resolved;
 use crate::text::{
     self, DEFAULT_READ_LIMIT, DecodeError, MAX_LINE_CHARS, MAX_READ_BYTES, SNIFF_BYTES,
@@ -237,13 +237,9 @@ async fn read(
     if is_notebook(&name) {
         match notebook::parse(&decoded.text) {
             Ok(parsed) => {
-                let rendered = notebook::render(
-                    &parsed,
-                    &name,
-                    input.offset.unwrap_or(0),
-                    input.limit,
-                )
-                .map_err(failure)?;
+                let rendered =
+                    notebook::render(&parsed, &name, input.offset.unwrap_or(0), input.limit)
+                        .map_err(failure)?;
                 env.reads.record_read(cx.session(), &target, &bytes);
                 return Ok(ReadOutput {
                     output: rendered.text,
@@ -369,7 +365,9 @@ async fn read_pdf(
             human(pdf::MAX_TEXT_PDF_BYTES),
             human(env.options.max_media_bytes)
         ))
-        .with_hint("Split it into smaller PDFs, or extract its text with bash if a PDF tool is installed."));
+        .with_hint(
+            "Split it into smaller PDFs, or extract its text with bash if a PDF tool is installed.",
+        ));
     }
     let range = match &input.pages {
         Some(spec) => pdf::PageRange::parse(spec)?,

@@ -142,7 +142,11 @@ pub(crate) fn apply(
                 .first()
                 .and_then(|m| spans::line_indent(bytes, m.key_start))
                 .map(str::to_owned)
-                .or_else(|| style.pretty().then(|| format!("{}{}", style.element, style.unit)));
+                .or_else(|| {
+                    style
+                        .pretty()
+                        .then(|| format!("{}{}", style.element, style.unit))
+                });
             let source_text = style.value(
                 &source_value(source, cell["source"].is_string()),
                 member_indent.as_deref(),
@@ -198,7 +202,8 @@ pub(crate) fn apply(
         }
         Change::Insert { source, cell_type } => {
             let id = uses_ids(notebook).then(|| fresh_id(cells));
-            let mut fields: Vec<(String, String)> = vec![("cell_type".into(), json_string(cell_type))];
+            let mut fields: Vec<(String, String)> =
+                vec![("cell_type".into(), json_string(cell_type))];
             if cell_type == "code" {
                 fields.push(("execution_count".into(), "null".into()));
             }
@@ -273,7 +278,11 @@ fn locate(
 ) -> Result<usize, CellEditError> {
     match target {
         CellRef::Index(index) => {
-            let most = if inserting { cells.len() } else { cells.len().saturating_sub(1) };
+            let most = if inserting {
+                cells.len()
+            } else {
+                cells.len().saturating_sub(1)
+            };
             if *index <= most && (inserting || !cells.is_empty()) {
                 Ok(*index)
             } else {
@@ -295,7 +304,9 @@ fn locate(
             }
         }
         CellRef::Id(id) => {
-            let found = cells.iter().position(|cell| cell["id"].as_str() == Some(id));
+            let found = cells
+                .iter()
+                .position(|cell| cell["id"].as_str() == Some(id));
             match found {
                 Some(index) if inserting => Ok(index + 1),
                 Some(index) => Ok(index),
@@ -338,8 +349,10 @@ struct Style {
 
 impl Style {
     fn of(bytes: &[u8], root: &[Member], cells: &Member, elements: &[Range<usize>]) -> Self {
-        let root_indent = spans::line_indent(bytes, cells.key_start)
-            .or_else(|| root.first().and_then(|m| spans::line_indent(bytes, m.key_start)));
+        let root_indent = spans::line_indent(bytes, cells.key_start).or_else(|| {
+            root.first()
+                .and_then(|m| spans::line_indent(bytes, m.key_start))
+        });
         let Some(root_indent) = root_indent.filter(|i| !i.is_empty()) else {
             return Self {
                 unit: String::new(),
@@ -354,7 +367,9 @@ impl Style {
             .map(str::to_owned)
             .unwrap_or_else(|| root_indent.repeat(2));
         let separator = match elements {
-            [first, second, ..] => String::from_utf8_lossy(&bytes[first.end..second.start]).into_owned(),
+            [first, second, ..] => {
+                String::from_utf8_lossy(&bytes[first.end..second.start]).into_owned()
+            }
             _ => format!(",\n{element}"),
         };
         Self {
@@ -399,7 +414,8 @@ impl Style {
         close: Option<&str>,
         colon: &str,
     ) -> String {
-        let member = |(key, value): &(String, String)| format!("{}{colon}{value}", json_string(key));
+        let member =
+            |(key, value): &(String, String)| format!("{}{colon}{value}", json_string(key));
         match (indent, close) {
             (Some(indent), Some(close)) => {
                 let body: Vec<String> = fields
@@ -442,7 +458,9 @@ fn json_string(text: &str) -> String {
 fn uses_ids(notebook: &Value) -> bool {
     let major = notebook["nbformat"].as_u64().unwrap_or(4);
     let minor = notebook["nbformat_minor"].as_u64().unwrap_or(0);
-    major > 4 || (major == 4 && minor >= 5) || super::cells(notebook).iter().any(|c| c["id"].is_string())
+    major > 4
+        || (major == 4 && minor >= 5)
+        || super::cells(notebook).iter().any(|c| c["id"].is_string())
 }
 
 /// An id no cell of `cells` has: 8 hex digits, as Jupyter makes them.

@@ -53,7 +53,8 @@ pub(super) fn value_end(text: &[u8], start: usize) -> Option<usize> {
         }
         _ => {
             let mut at = start;
-            while at < text.len() && !matches!(text[at], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            while at < text.len()
+                && !matches!(text[at], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
             {
                 at += 1;
             }

@@ -58,13 +58,17 @@ fn sample() -> Value {
         code(
             "plot",
             Some(2),
-            vec![json!({"data": {"image/png": format!("{}\n", PIXEL), "text/plain": ["<Figure size 640x480>"]}, "metadata": {}, "output_type": "display_data"})],
+            vec![
+                json!({"data": {"image/png": format!("{}\n", PIXEL), "text/plain": ["<Figure size 640x480>"]}, "metadata": {}, "output_type": "display_data"}),
+            ],
             &["plt.plot([1, 2])"],
         ),
         code(
             "boom",
             Some(3),
-            vec![json!({"ename": "ZeroDivisionError", "evalue": "division by zero", "output_type": "error", "traceback": ["\u{1b}[0;31m---------\u{1b}[0m", "\u{1b}[0;31mZeroDivisionError\u{1b}[0m: division by zero"]})],
+            vec![
+                json!({"ename": "ZeroDivisionError", "evalue": "division by zero", "output_type": "error", "traceback": ["\u{1b}[0;31m---------\u{1b}[0m", "\u{1b}[0;31mZeroDivisionError\u{1b}[0m: division by zero"]}),
+            ],
             &["1/0"],
         ),
     ])
@@ -88,8 +92,18 @@ fn cells_render_in_order_with_numbered_source_outputs_and_images() {
     );
     assert_eq!(rendered.images.len(), 1);
     assert_eq!(rendered.images[0].mime_type, "image/png");
-    assert_eq!(rendered.images[0].data_base64, PIXEL, "whitespace is removed");
-    assert_eq!((rendered.first_cell, rendered.last_cell, rendered.total_cells), (0, 3, 4));
+    assert_eq!(
+        rendered.images[0].data_base64, PIXEL,
+        "whitespace is removed"
+    );
+    assert_eq!(
+        (
+            rendered.first_cell,
+            rendered.last_cell,
+            rendered.total_cells
+        ),
+        (0, 3, 4)
+    );
     assert_eq!(rendered.next_offset, None);
 }
 
@@ -107,7 +121,9 @@ fn offset_and_limit_page_through_cells() {
         rendered.text
     );
     assert_eq!(rendered.next_offset, Some(3));
-    let past = render(&sample(), "nb.ipynb", 4, None).unwrap_err().to_string();
+    let past = render(&sample(), "nb.ipynb", 4, None)
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         past,
         "offset 4 is past the last cell of `nb.ipynb`, which has 4 cells (0-3). Use an offset \
@@ -120,12 +136,20 @@ fn a_long_output_is_cut_in_the_middle_with_the_way_to_see_more() {
     let lines: Vec<String> = (1..=1000).map(|n| format!("step {n}\n")).collect();
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
     let nb = notebook(vec![
-        code("train", Some(1), vec![json!({"name": "stdout", "output_type": "stream", "text": lines})], &["train()"]),
+        code(
+            "train",
+            Some(1),
+            vec![json!({"name": "stdout", "output_type": "stream", "text": lines})],
+            &["train()"],
+        ),
         markdown("after", &["done"]),
     ]);
     let several = render(&nb, "nb.ipynb", 0, None).unwrap().text;
     assert!(several.contains("step 1\n"), "the head is kept");
-    assert!(several.contains("step 1000\n"), "the tail is kept: {several}");
+    assert!(
+        several.contains("step 1000\n"),
+        "the tail is kept: {several}"
+    );
     assert!(
         several.contains("lines (") && several.contains("of output 0 omitted, from line"),
         "{several}"
@@ -134,7 +158,10 @@ fn a_long_output_is_cut_in_the_middle_with_the_way_to_see_more() {
         several.contains("Read this cell alone (offset=0, limit=1) to see more of it.]"),
         "{several}"
     );
-    assert!(several.contains("Cell 1 · markdown"), "later cells still show");
+    assert!(
+        several.contains("Cell 1 · markdown"),
+        "later cells still show"
+    );
 
     let alone = render(&nb, "nb.ipynb", 0, Some(1)).unwrap().text;
     assert!(
@@ -151,10 +178,18 @@ fn many_cells_stop_at_the_bound_and_say_where_to_continue() {
         .map(|n| code(&format!("c{n}"), None, vec![], &[source.as_str()]))
         .collect();
     let rendered = render(&notebook(cells), "nb.ipynb", 0, None).unwrap();
-    assert!(rendered.text.len() <= crate::text::MAX_READ_BYTES, "{}", rendered.text.len());
+    assert!(
+        rendered.text.len() <= crate::text::MAX_READ_BYTES,
+        "{}",
+        rendered.text.len()
+    );
     let next = rendered.next_offset.expect("cells are left");
     assert!(next > 1 && next < 100);
-    assert!(rendered.text.ends_with(&format!("Use offset={next} to continue.)")));
+    assert!(
+        rendered
+            .text
+            .ends_with(&format!("Use offset={next} to continue.)"))
+    );
 }
 
 #[test]
@@ -167,8 +202,18 @@ fn terminal_codes_and_overwritten_progress_are_cleaned() {
 
 #[test]
 fn not_a_notebook_says_why() {
-    assert!(parse("{\"cells\": 3}").unwrap_err().to_string().contains("no `cells` array"));
-    assert!(parse("{").unwrap_err().to_string().contains("not valid JSON"));
+    assert!(
+        parse("{\"cells\": 3}")
+            .unwrap_err()
+            .to_string()
+            .contains("no `cells` array")
+    );
+    assert!(
+        parse("{")
+            .unwrap_err()
+            .to_string()
+            .contains("not valid JSON")
+    );
 }
 
 fn edit(text: &str, target: CellRef, change: Change) -> super::edit::Edited {
@@ -236,10 +281,10 @@ fn insert_and_delete_keep_the_file_as_jupyter_writes_it() {
     let id = inserted.id.clone().expect("nbformat 4.5 cells get an id");
     assert_eq!(id.len(), 8);
     let mut expected = sample();
-    expected["cells"]
-        .as_array_mut()
-        .unwrap()
-        .insert(1, json!({"cell_type": "markdown", "id": id, "metadata": {}, "source": ["## Setup"]}));
+    expected["cells"].as_array_mut().unwrap().insert(
+        1,
+        json!({"cell_type": "markdown", "id": id, "metadata": {}, "source": ["## Setup"]}),
+    );
     assert_eq!(inserted.text, jupyter(&expected));
 
     let appended = edit(
@@ -337,9 +382,15 @@ fn compact_json_stays_compact() {
 fn an_unknown_cell_is_refused_with_what_exists() {
     let text = jupyter(&sample());
     let nb = parse(&text).unwrap();
-    let error = apply("nb.ipynb", &text, &nb, &CellRef::Id("nope".into()), &Change::Delete)
-        .unwrap_err()
-        .to_string();
+    let error = apply(
+        "nb.ipynb",
+        &text,
+        &nb,
+        &CellRef::Id("nope".into()),
+        &Change::Delete,
+    )
+    .unwrap_err()
+    .to_string();
     assert_eq!(
         error,
         "No cell of `nb.ipynb` has id `nope`. Its cell ids are `intro`, `load`, `plot`, `boom`. \
@@ -399,7 +450,11 @@ fn model_cell() -> impl Strategy<Value = ModelCell> {
                 }
             }
             // As Jupyter stores a source: no empty last line.
-            let lines = lines.concat().split_inclusive('\n').map(str::to_owned).collect();
+            let lines = lines
+                .concat()
+                .split_inclusive('\n')
+                .map(str::to_owned)
+                .collect();
             ModelCell { code, lines, ran }
         })
 }

@@ -79,17 +79,29 @@ async fn an_unread_notebook_is_not_edited() {
     let replace = json!({"notebookPath": "nb.ipynb", "cellId": "a1", "newSource": "x = 1"});
     let (err, content) = call(&env, "notebook_edit", replace.clone()).await;
     assert!(err);
-    assert!(text(&content).contains("have not read"), "{}", text(&content));
+    assert!(
+        text(&content).contains("have not read"),
+        "{}",
+        text(&content)
+    );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("nb.ipynb")).unwrap(),
         NOTEBOOK
     );
 
     call(&env, "read", json!({"filePath": "nb.ipynb"})).await;
-    std::fs::write(dir.path().join("nb.ipynb"), NOTEBOOK.replace("plot()", "plot(1)")).unwrap();
+    std::fs::write(
+        dir.path().join("nb.ipynb"),
+        NOTEBOOK.replace("plot()", "plot(1)"),
+    )
+    .unwrap();
     let (err, content) = call(&env, "notebook_edit", replace.clone()).await;
     assert!(err, "changed since it was read");
-    assert!(text(&content).contains("changed since"), "{}", text(&content));
+    assert!(
+        text(&content).contains("changed since"),
+        "{}",
+        text(&content)
+    );
 
     call(&env, "read", json!({"filePath": "nb.ipynb"})).await;
     let (err, content) = call(&env, "notebook_edit", replace).await;
@@ -100,7 +112,10 @@ async fn an_unread_notebook_is_not_edited() {
          cleared; run it again to get new ones."
     );
     let written = std::fs::read_to_string(dir.path().join("nb.ipynb")).unwrap();
-    assert!(written.contains("\"source\": [\n    \"x = 1\"\n   ]\n"), "{written}");
+    assert!(
+        written.contains("\"source\": [\n    \"x = 1\"\n   ]\n"),
+        "{written}"
+    );
     assert!(written.contains("\"outputs\": [],\n") && written.ends_with("}\n"));
 
     // The write counts as a read: a second edit needs no new read.

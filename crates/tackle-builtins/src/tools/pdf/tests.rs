@@ -80,7 +80,11 @@ async fn read(bytes: &[u8], file: &str, extra: Value) -> (bool, String, usize) {
                 .iter()
                 .filter(|part| matches!(part, Content::Media { mime_type, .. } if mime_type == "application/pdf"))
                 .count();
-            (false, output.content[0].as_text().unwrap().to_owned(), media)
+            (
+                false,
+                output.content[0].as_text().unwrap().to_owned(),
+                media,
+            )
         }
         InvocationOutcome::Failed(failure) => (true, failure.to_string(), 0),
         other => panic!("unexpected outcome {other:?}"),
@@ -104,11 +108,17 @@ async fn pages_picks_a_range() {
     let bytes = pdf(&[Some("first"), Some("second"), Some("third")]);
     let (err, text, _) = read(&bytes, "doc.pdf", json!({"pages": "2-3"})).await;
     assert!(!err, "{text}");
-    assert!(!text.contains("first") && text.contains("--- page 2 ---\nsecond\n--- page 3 ---\nthird\n"), "{text}");
+    assert!(
+        !text.contains("first") && text.contains("--- page 2 ---\nsecond\n--- page 3 ---\nthird\n"),
+        "{text}"
+    );
     assert!(text.ends_with("(Showing pages 2-3 of 3.)"), "{text}");
     let (err, text, _) = read(&bytes, "doc.pdf", json!({"pages": "4-5"})).await;
     assert!(err);
-    assert_eq!(text, "pages starts at 4 but `doc.pdf` has 3 pages. Give pages within 1-3.");
+    assert_eq!(
+        text,
+        "pages starts at 4 but `doc.pdf` has 3 pages. Give pages within 1-3."
+    );
 }
 
 #[tokio::test]
@@ -116,7 +126,10 @@ async fn a_pdf_without_text_says_it_has_no_text_layer() {
     let bytes = pdf(&[None, None]);
     let (err, text, media) = read(&bytes, "scan.pdf", json!({})).await;
     assert!(!err, "{text}");
-    assert!(text.contains("--- page 1 ---\n(No text on this page.)"), "{text}");
+    assert!(
+        text.contains("--- page 1 ---\n(No text on this page.)"),
+        "{text}"
+    );
     assert!(
         text.contains("No text layer was found on pages 1-2: the PDF is probably scanned"),
         "{text}"
@@ -143,23 +156,52 @@ async fn one_read_returns_at_most_twenty_pages_and_says_how_to_continue() {
 
 #[tokio::test]
 async fn a_malformed_pdf_fails_the_call_and_nothing_panics_out() {
-    let (err, text, _) = read(b"%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 9 0 R >>\ntrailer", "bad.pdf", json!({})).await;
+    let (err, text, _) = read(
+        b"%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 9 0 R >>\ntrailer",
+        "bad.pdf",
+        json!({}),
+    )
+    .await;
     assert!(err);
-    assert!(text.starts_with("The text of `bad.pdf` could not be read"), "{text}");
+    assert!(
+        text.starts_with("The text of `bad.pdf` could not be read"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
 async fn pages_on_another_file_is_refused() {
     let (err, text, _) = read(b"hello\n", "a.txt", json!({"pages": "1"})).await;
     assert!(err);
-    assert!(text.starts_with("pages applies only to PDFs, and `a.txt` is not one"), "{text}");
+    assert!(
+        text.starts_with("pages applies only to PDFs, and `a.txt` is not one"),
+        "{text}"
+    );
 }
 
 #[test]
 fn page_ranges_parse_or_say_what_to_give() {
-    assert_eq!(PageRange::parse("3").unwrap(), PageRange { first: 3, last: Some(3) });
-    assert_eq!(PageRange::parse("3-5").unwrap(), PageRange { first: 3, last: Some(5) });
-    assert_eq!(PageRange::parse(" 3 - ").unwrap(), PageRange { first: 3, last: None });
+    assert_eq!(
+        PageRange::parse("3").unwrap(),
+        PageRange {
+            first: 3,
+            last: Some(3)
+        }
+    );
+    assert_eq!(
+        PageRange::parse("3-5").unwrap(),
+        PageRange {
+            first: 3,
+            last: Some(5)
+        }
+    );
+    assert_eq!(
+        PageRange::parse(" 3 - ").unwrap(),
+        PageRange {
+            first: 3,
+            last: None
+        }
+    );
     for bad in ["0", "5-3", "a", "-2", ""] {
         let error = PageRange::parse(bad).unwrap_err().to_string();
         assert!(error.contains("is not a page range"), "{bad}: {error}");
