@@ -476,7 +476,7 @@ fn every_builtin_schema_is_accepted_in_every_export() {
     let (location, _registration) = builtins(&h, dir.path());
     let canonical = location.materialize(AllTools);
     let names: Vec<&str> = canonical.tools().iter().map(|tool| tool.name()).collect();
-    assert_eq!(names.len(), 18, "{names:?}");
+    assert_eq!(names.len(), 19, "{names:?}");
     let mut problems: Vec<String> = Vec::new();
     let mut report = |tool: &str, export: &str, found: Vec<String>| {
         problems.extend(found.into_iter().map(|p| format!("{tool} ({export}): {p}")));

@@ -18,7 +18,8 @@
 //! by timestamp, so there are no false alarms.
 //!
 //! The tools are split by cargo feature along their dependencies, all on by default: `fs`
-//! (read, write, edit, multiedit, apply_patch, list), `search` (grep, glob: ripgrep's crates),
+//! (read, write, edit, multiedit, notebook_edit, apply_patch, list), `pdf` (read's PDF text:
+//! pdf-extract), `search` (grep, glob: ripgrep's crates),
 //! `shell` (bash and custom command tools: tree-sitter), `web` (webfetch, websearch: the HTTP
 //! client, TLS, the HTML converter), `agent` (todo, task, question, skill) and `lsp` (the `lsp`
 //! tool: tackle's language-server client). A host that offers only the file tools compiles none

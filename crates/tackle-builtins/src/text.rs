@@ -460,7 +460,7 @@ pub fn format_lines(
 }
 
 // One numbered row, newline included.
-fn format_row(number: usize, line: &str, max_chars: usize) -> String {
+pub(crate) fn format_row(number: usize, line: &str, max_chars: usize) -> String {
     let line = line.strip_suffix('\r').unwrap_or(line);
     let mut row = String::with_capacity(line.len().min(max_chars * 4) + 16);
     let cut = line.char_indices().nth(max_chars).map(|(i, _)| i);

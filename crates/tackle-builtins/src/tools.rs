@@ -1,5 +1,5 @@
-//! The file tools (read, write, edit, multiedit, apply_patch, list), the search tools (grep,
-//! glob) and the environment they share.
+//! The file tools (read, write, edit, multiedit, notebook_edit, apply_patch, list), the search
+//! tools (grep, glob) and the environment they share.
 //!
 //! Every tool is an ordinary [`Tool`](tackle_core::Tool) built from a [`ToolEnv`]: the Location
 //! filesystem service, the session read ledger, the permission [`Gate`] and the options. The host
@@ -56,6 +56,12 @@ mod instructions;
 mod list;
 #[cfg(feature = "lsp")]
 mod lsp;
+#[cfg(feature = "fs")]
+mod notebook;
+#[cfg(feature = "fs")]
+mod notebook_edit;
+#[cfg(feature = "pdf")]
+mod pdf;
 #[cfg(feature = "agent")]
 mod question;
 #[cfg(feature = "fs")]
@@ -107,13 +113,17 @@ pub use grep::{GrepInput, GrepOutput};
 pub use list::{ListInput, ListOutput};
 #[cfg(feature = "lsp")]
 pub use lsp::{LspInput, LspOperation, LspOutput};
+#[cfg(feature = "fs")]
+pub use notebook_edit::{
+    NotebookCellType, NotebookEditInput, NotebookEditMode, NotebookEditOutput,
+};
 #[cfg(feature = "agent")]
 pub use question::{
     Answer, AskFuture, MAX_HEADER_CHARS, Question, QuestionAnswer, QuestionAsker, QuestionInput,
     QuestionOption, QuestionOutput,
 };
 #[cfg(feature = "fs")]
-pub use read::{ReadInput, ReadKind, ReadOutput};
+pub use read::{ReadInput, ReadKind, ReadMedia, ReadOutput};
 #[cfg(feature = "agent")]
 pub use skill::{
     Skill, SkillCatalog, SkillInput, SkillOutput, SkillWarning, discover_skills, skill_text,
@@ -399,7 +409,7 @@ pub fn lsp_tools(
 }
 
 /// The file tools, named as the model calls them: `read`, `write`, `edit`, `multiedit`,
-/// `apply_patch` and `list`.
+/// `notebook_edit`, `apply_patch` and `list`.
 #[cfg(feature = "fs")]
 pub fn file_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
     vec![
@@ -407,6 +417,7 @@ pub fn file_tools(env: &ToolEnv) -> Vec<(&'static str, AnyTool)> {
         (ToolName::WRITE.as_str(), write::tool(env)),
         (ToolName::EDIT.as_str(), edit::edit_tool(env)),
         (ToolName::MULTIEDIT.as_str(), edit::multiedit_tool(env)),
+        (ToolName::NOTEBOOK_EDIT.as_str(), notebook_edit::tool(env)),
         (ToolName::APPLY_PATCH.as_str(), apply_patch::tool(env)),
         (ToolName::LIST.as_str(), list::tool(env)),
     ]

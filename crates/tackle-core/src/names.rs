@@ -24,6 +24,8 @@ impl ToolName {
     pub const MULTIEDIT: Self = Self("multiedit");
     /// `apply_patch`: a patch over several files.
     pub const APPLY_PATCH: Self = Self("apply_patch");
+    /// `notebook_edit`: one cell of a Jupyter notebook.
+    pub const NOTEBOOK_EDIT: Self = Self("notebook_edit");
     /// `list`: a directory tree.
     pub const LIST: Self = Self("list");
     /// `grep`: a content search.
@@ -58,8 +60,13 @@ impl ToolName {
     pub const BASH_KILL: Self = Self("bash_kill");
 
     /// The tools that change files and share the [`Permission::EDIT`] permission.
-    pub const EDIT_FAMILY: [Self; 4] =
-        [Self::EDIT, Self::WRITE, Self::MULTIEDIT, Self::APPLY_PATCH];
+    pub const EDIT_FAMILY: [Self; 5] = [
+        Self::EDIT,
+        Self::WRITE,
+        Self::MULTIEDIT,
+        Self::APPLY_PATCH,
+        Self::NOTEBOOK_EDIT,
+    ];
 
     /// Built-ins that reach outside the Location and this machine's state.
     pub const OPEN_WORLD: [Self; 3] = [Self::BASH, Self::WEBFETCH, Self::WEBSEARCH];

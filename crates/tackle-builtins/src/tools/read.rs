@@ -1,4 +1,5 @@
-//! The read tool: numbered pages of text files, directory listings, and images and PDFs as media.
+//! The read tool: numbered pages of text files, directory listings, notebooks as cells with
+//! their outputs, PDFs as text by page (and as media), and images as media.
 
 use base64::Engine as _;
 use schemars::JsonSchema;
@@ -7,8 +8,10 @@ use tackle_core::{AnyTool, Context, OutputLimits, State, Tool, ToolFailure};
 
 use super::human;
 use super::instructions::nearest_unseen;
+#[cfg(feature = "pdf")]
+use super::pdf;
 use super::readable::read_ask;
-use super::{ToolEnv, failure};
+use super::{ToolEnv, failure, notebook};
 use crate::fs::Resolved;
 use crate::text::{
     self, DEFAULT_READ_LIMIT, DecodeError, MAX_LINE_CHARS, MAX_READ_BYTES, SNIFF_BYTES,
@@ -23,7 +26,12 @@ const DESCRIPTION: &str = "Read a file or list a directory.\n\
 Use offset (the line number to start at) and limit to page through long files; the footer says \
 which offset continues.\n\
 - Lines over 2000 characters are cut. Use grep to find things in huge files.\n\
-- Images (PNG, JPEG, GIF, WebP) and PDFs come back as media.\n\
+- Images (PNG, JPEG, GIF, WebP) come back as media.\n\
+- A PDF comes back as its text, page by page (at most 20 pages a call; pick them with pages, \
+such as \"3-5\"), with the PDF itself attached as media.\n\
+- A Jupyter notebook (.ipynb) comes back as its cells in order (index, type, id, numbered \
+source) with their outputs, images attached as media; offset and limit then count cells, \
+offset being the first cell's 0-based index. Edit cells with notebook_edit.\n\
 - A directory comes back as its sorted entries, directories marked with a trailing /.\n\
 - Read files before editing them, and read several files in parallel when you can.";
 
@@ -40,6 +48,9 @@ pub struct ReadInput {
     /// The most lines (or entries) to return. Defaults to 2000.
     #[serde(default)]
     pub limit: Option<usize>,
+    /// For a PDF: the pages to read, such as `3`, `3-5` or `3-`, counting from 1.
+    #[serde(default)]
+    pub pages: Option<String>,
 }
 
 /// What was read.
@@ -50,8 +61,22 @@ pub enum ReadKind {
     File,
     /// A directory, shown as its entries.
     Directory,
-    /// An image or PDF, returned as media.
+    /// An image, returned as media.
     Media,
+    /// A PDF: its text by page, and the PDF as media when it is small enough.
+    Pdf,
+    /// A Jupyter notebook, shown as cells; lines count cells.
+    Notebook,
+}
+
+/// A media part of a result beyond the main one: a notebook's image outputs.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadMedia {
+    /// The media type.
+    pub mime_type: String,
+    /// The bytes, base64-encoded.
+    pub data_base64: String,
 }
 
 /// The result of the read tool.
@@ -64,11 +89,12 @@ pub struct ReadOutput {
     pub path: String,
     /// What kind of thing was read.
     pub kind: ReadKind,
-    /// The first line (or entry) shown, 1-based; 0 when nothing was shown.
+    /// The first line (entry, or PDF page) shown, 1-based; 0 when nothing was shown. For a
+    /// notebook, the first cell's 0-based index.
     pub first_line: usize,
-    /// The last line (or entry) shown; 0 when nothing was shown.
+    /// The last line (entry, page, or cell index) shown; 0 when nothing was shown.
     pub last_line: usize,
-    /// Lines in the file (or entries in the directory).
+    /// Lines in the file (entries in the directory, pages in the PDF, cells in the notebook).
     pub total_lines: usize,
     /// The offset that continues reading, when the page stopped early.
     pub next_offset: Option<usize>,
@@ -78,13 +104,31 @@ pub struct ReadOutput {
     pub mime_type: Option<String>,
     /// The bytes of an image or PDF, base64-encoded.
     pub data_base64: Option<String>,
+    /// Further media: a notebook's image outputs, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<ReadMedia>,
 }
 
 pub(crate) fn tool(env: &ToolEnv) -> AnyTool {
     Tool::with_state(DESCRIPTION, env.clone(), read)
-        .with_projection(super::project_output)
+        .with_projection(project)
         .with_concurrency(tackle_core::Concurrency::ReadOnly)
         .erase()
+}
+
+/// The text, the main media part, then each further one.
+fn project(input: &ReadInput, output: &serde_json::Value) -> Vec<tackle_core::Content> {
+    let mut content = super::project_output(input, output);
+    if let Some(media) = output["media"].as_array() {
+        for part in media {
+            if let (Some(mime), Some(data)) =
+                (part["mimeType"].as_str(), part["dataBase64"].as_str())
+            {
+                content.push(tackle_core::Content::media(mime, data));
+            }
+        }
+    }
+    content
 }
 
 async fn read(
@@ -129,7 +173,18 @@ async fn read(
     };
     let sample = &bytes[..bytes.len().min(SNIFF_BYTES)];
 
-    if let Some(mime) = text::sniff_media(sample) {
+    let media = text::sniff_media(sample);
+    if input.pages.is_some() && media != Some(PDF) {
+        return Err(ToolFailure::new(format!(
+            "pages applies only to PDFs, and `{name}` is not one, so nothing was read."
+        ))
+        .with_hint("Leave pages out; use offset and limit to page through other files."));
+    }
+    #[cfg(feature = "pdf")]
+    if media == Some(PDF) {
+        return read_pdf(env, cx, &target, name, size, &input).await;
+    }
+    if let Some(mime) = media {
         if size > env.options.max_media_bytes {
             return Err(ToolFailure::new(format!(
                 "`{name}` is {mime} of {}, over the {} read returns as media.",
@@ -144,11 +199,7 @@ async fn read(
             .await
             .map_err(failure)?;
         env.reads.record_read(cx.session(), &target, &bytes);
-        let kind = if mime == "application/pdf" {
-            "PDF"
-        } else {
-            "Image"
-        };
+        let kind = if mime == PDF { "PDF" } else { "Image" };
         return Ok(ReadOutput {
             output: format!(
                 "{kind} read successfully: {name} ({mime}, {}).",
@@ -163,6 +214,7 @@ async fn read(
             instructions: Vec::new(),
             mime_type: Some(mime.to_owned()),
             data_base64: Some(base64::engine::general_purpose::STANDARD.encode(&bytes)),
+            media: Vec::new(),
         });
     }
     if text::is_binary(&name, sample) {
@@ -181,6 +233,43 @@ async fn read(
         .with_hint("Search it with grep, or look at parts of it with bash (head, tail, sed -n)."));
     }
     let decoded = text::decode(&bytes).map_err(|e| not_text(&name, e))?;
+    let mut note = None;
+    if is_notebook(&name) {
+        match notebook::parse(&decoded.text) {
+            Ok(parsed) => {
+                let rendered =
+                    notebook::render(&parsed, &name, input.offset.unwrap_or(0), input.limit)
+                        .map_err(failure)?;
+                env.reads.record_read(cx.session(), &target, &bytes);
+                return Ok(ReadOutput {
+                    output: rendered.text,
+                    path: name,
+                    kind: ReadKind::Notebook,
+                    first_line: rendered.first_cell,
+                    last_line: rendered.last_cell,
+                    total_lines: rendered.total_cells,
+                    next_offset: rendered.next_offset,
+                    instructions: Vec::new(),
+                    mime_type: None,
+                    data_base64: None,
+                    media: rendered
+                        .images
+                        .into_iter()
+                        .map(|image| ReadMedia {
+                            mime_type: image.mime_type,
+                            data_base64: image.data_base64,
+                        })
+                        .collect(),
+                });
+            }
+            Err(why) => {
+                note = Some(format!(
+                    "`{name}` could not be shown as a notebook: {why}. It is shown as plain text \
+                     below; notebook_edit cannot edit it until it is valid."
+                ));
+            }
+        }
+    }
     let offset = input.offset.unwrap_or(0);
     if text::count_lines(&decoded.text) == 0 && offset > 1 {
         return Err(ToolFailure::new(format!(
@@ -206,7 +295,10 @@ async fn read(
         )
         .map_err(failure)
     };
-    let mut window = window_for(0, 0)?;
+    let note_size = note
+        .as_ref()
+        .map_or((0, 0), |n| (tackle_core::count_lines(n) + 1, n.len() + 2));
+    let mut window = window_for(note_size.0, note_size.1)?;
     env.reads.record_read(cx.session(), &target, &bytes);
     // A language server opens the file now, so the next change is compared with a known state.
     env.opened(&target.path, &decoded.text);
@@ -215,11 +307,17 @@ async fn read(
     let mut reminder = None;
     if let Some(found) = nearest_unseen(env, cx.session(), &target) {
         let text = found.reminder();
-        window = window_for(tackle_core::count_lines(&text) + 2, text.len() + 2)?;
+        window = window_for(
+            note_size.0 + tackle_core::count_lines(&text) + 2,
+            note_size.1 + text.len() + 2,
+        )?;
         reminder = Some(text);
         instructions.push(found.name);
     }
-    let mut output = window.text.clone();
+    let mut output = match note {
+        Some(note) => format!("{note}\n\n{}", window.text),
+        None => window.text.clone(),
+    };
     if let Some(reminder) = reminder {
         output.push_str("\n\n");
         output.push_str(&reminder);
@@ -235,6 +333,101 @@ async fn read(
         instructions,
         mime_type: None,
         data_base64: None,
+        media: Vec::new(),
+    })
+}
+
+const PDF: &str = "application/pdf";
+
+/// Whether `name` is a Jupyter notebook's, by its extension.
+fn is_notebook(name: &str) -> bool {
+    name.rsplit_once('.')
+        .is_some_and(|(_, extension)| extension.eq_ignore_ascii_case("ipynb"))
+}
+
+/// A PDF: the text of the pages asked for, and the PDF itself as media when it fits the
+/// media limit.
+#[cfg(feature = "pdf")]
+async fn read_pdf(
+    env: &ToolEnv,
+    cx: &Context,
+    target: &Resolved,
+    name: String,
+    size: u64,
+    input: &ReadInput,
+) -> Result<ReadOutput, ToolFailure> {
+    let attach = size <= env.options.max_media_bytes;
+    if !attach && size > pdf::MAX_TEXT_PDF_BYTES {
+        return Err(ToolFailure::new(format!(
+            "`{name}` is a PDF of {}, over both the {} read extracts text from and the {} it \
+             returns as media.",
+            human(size),
+            human(pdf::MAX_TEXT_PDF_BYTES),
+            human(env.options.max_media_bytes)
+        ))
+        .with_hint(
+            "Split it into smaller PDFs, or extract its text with bash if a PDF tool is installed.",
+        ));
+    }
+    let range = match &input.pages {
+        Some(spec) => pdf::PageRange::parse(spec)?,
+        None => pdf::PageRange::ALL,
+    };
+    let bytes = env
+        .fs
+        .read_limited(
+            target,
+            env.options.max_media_bytes.max(pdf::MAX_TEXT_PDF_BYTES),
+        )
+        .await
+        .map_err(failure)?;
+    env.reads.record_read(cx.session(), target, &bytes);
+    let data_base64 = attach.then(|| base64::engine::general_purpose::STANDARD.encode(&bytes));
+    let text = if size <= pdf::MAX_TEXT_PDF_BYTES {
+        pdf::read_text(bytes, &name, range).await?
+    } else {
+        pdf::PdfText {
+            text: format!(
+                "Its text was not extracted: at {} it is over the {} read parses for text.",
+                human(size),
+                human(pdf::MAX_TEXT_PDF_BYTES)
+            ),
+            first_page: 0,
+            last_page: 0,
+            total_pages: 0,
+            next_page: None,
+        }
+    };
+    let pages = if text.total_pages == 0 {
+        String::new()
+    } else {
+        format!(
+            " {} page{},",
+            tackle_core::thousands(text.total_pages),
+            if text.total_pages == 1 { "" } else { "s" }
+        )
+    };
+    let attached = if attach {
+        "The PDF itself is attached as media."
+    } else {
+        "The PDF itself is not attached: it is over the media limit."
+    };
+    Ok(ReadOutput {
+        output: format!(
+            "PDF {name}:{pages} {}. {attached}\n\n{}",
+            human(size),
+            text.text
+        ),
+        path: name,
+        kind: ReadKind::Pdf,
+        first_line: text.first_page,
+        last_line: text.last_page,
+        total_lines: text.total_pages,
+        next_offset: text.next_page,
+        instructions: Vec::new(),
+        mime_type: attach.then(|| PDF.to_owned()),
+        data_base64,
+        media: Vec::new(),
     })
 }
 
@@ -352,6 +545,7 @@ async fn list_directory(
         instructions: Vec::new(),
         mime_type: None,
         data_base64: None,
+        media: Vec::new(),
     })
 }
 

@@ -41,7 +41,7 @@ fn tool_permissions() {
 fn visibility_table() {
     use Action::{Allow, Ask, Deny};
     // (name, rules, tool, hidden)
-    let cases: [(&str, Vec<Spec<'_>>, &str, bool); 17] = [
+    let cases: [(&str, Vec<Spec<'_>>, &str, bool); 18] = [
         ("no rules", vec![], "bash", false),
         ("whole deny", vec![("bash", "*", Deny)], "bash", true),
         ("partial deny", vec![("bash", "rm *", Deny)], "bash", false),
@@ -110,6 +110,12 @@ fn visibility_table() {
             "edit deny hides apply_patch",
             vec![("edit", "*", Deny)],
             "apply_patch",
+            true,
+        ),
+        (
+            "edit deny hides notebook_edit",
+            vec![("edit", "*", Deny)],
+            "notebook_edit",
             true,
         ),
         (
