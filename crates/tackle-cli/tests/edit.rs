@@ -167,6 +167,62 @@ fn tolerant_escape_match_unescapes_new_string_too() {
     );
 }
 
+/// Issue 26, case 7: the comma the quote left out stays, or Python joins two strings silently.
+#[test]
+fn a_trailing_comma_left_out_of_the_quote_survives_the_edit() {
+    let l = Location::new();
+    l.put(
+        "names.py",
+        "NAMES = [\n    'alpha',\n    'beta',\n    'delta',\n]\n",
+    );
+    l.read("names.py");
+    let called = l.edit("names.py", "    'beta'\n", "    'gamma'\n", false);
+    assert_eq!(called.code, Some(0), "{}", called.stdout);
+    assert_eq!(
+        l.text("names.py"),
+        "NAMES = [\n    'alpha',\n    'gamma',\n    'delta',\n]\n"
+    );
+    // Where no new line clearly stands for the quoted one, nothing is written.
+    let before = l.text("names.py");
+    let called = l.edit("names.py", "    'gamma'\n", "    'g1'\n    'g2'\n", false);
+    assert_eq!(called.code, Some(1), "{}", called.stdout);
+    assert!(
+        called
+            .stdout
+            .contains("the file has `'gamma',` where oldString has `'gamma'`"),
+        "{}",
+        called.stdout
+    );
+    assert_eq!(l.text("names.py"), before);
+}
+
+/// Issue 26, case 7: ASCII quotes in the quote match the file's typographic ones, which stay.
+#[test]
+fn typographic_quotes_match_ascii_ones_and_stay_in_the_file() {
+    let l = Location::new();
+    l.put(
+        "notes.md",
+        "Please don\u{2019}t stop the \u{201C}main\u{201D} loop.\n",
+    );
+    l.read("notes.md");
+    let called = l.edit(
+        "notes.md",
+        "don't stop the \"main\" loop",
+        "don't pause the \"main\" loop",
+        false,
+    );
+    assert_eq!(called.code, Some(0), "{}", called.stdout);
+    assert_eq!(
+        l.text("notes.md"),
+        "Please don\u{2019}t pause the \u{201C}main\u{201D} loop.\n"
+    );
+    assert!(
+        called.stdout.contains("quote_normalized"),
+        "{}",
+        called.stdout
+    );
+}
+
 #[test]
 fn tolerant_match_keeps_the_bytes_of_lines_the_model_left_alone() {
     let l = Location::new();

@@ -210,6 +210,63 @@ fn errors_that_were_there_before_are_counted_not_listed() {
 }
 
 #[test]
+fn an_edit_that_adds_no_error_still_counts_the_old_ones() {
+    let Some(servers) = servers(&["pyright-langserver"]) else {
+        return;
+    };
+    let project = python_project(&servers);
+    project.write(
+        "old.py",
+        "x: int = \"old\"\n\ndef f() -> int:\n    return 1\n",
+    );
+    project.call("read", json!({"filePath": "old.py"}));
+    let (out, _) = project.call(
+        "edit",
+        json!({"filePath": "old.py", "oldString": "return 1", "newString": "return 2"}),
+    );
+    assert!(!out.contains("LSP errors"), "{out}");
+    assert!(
+        out.contains("(1 error that was there before this change is not listed.)"),
+        "{out}"
+    );
+}
+
+/// Case 5 of issue 26: a file read while the server is still cold has old errors; a harmless
+/// edit of another file must not list them as introduced.
+#[tokio::test]
+async fn an_old_error_in_a_file_read_on_a_cold_server_is_not_blamed_on_the_next_edit() {
+    let Some(servers) = servers(&["pyright-langserver"]) else {
+        return;
+    };
+    let project = python_project(&servers);
+    project.write("pre.py", "x: int = \"s\"\n");
+    let client = project.serve().await;
+    call(&client, "read", json!({"filePath": "lib.py"})).await;
+    call(&client, "read", json!({"filePath": "pre.py"})).await;
+    let out = text(
+        &call(
+            &client,
+            "edit",
+            json!({"filePath": "lib.py", "oldString": "return a + b", "newString": "return b + a"}),
+        )
+        .await,
+    );
+    assert!(!out.contains("LSP errors"), "{out}");
+    assert!(!out.contains("pre.py"), "{out}");
+    // Once the server has answered for it, the old error stays old on later edits too.
+    let later = text(
+        &call(
+            &client,
+            "edit",
+            json!({"filePath": "lib.py", "oldString": "return b + a", "newString": "return a + b"}),
+        )
+        .await,
+    );
+    assert!(!later.contains("pre.py"), "{later}");
+    client.cancel().await.unwrap();
+}
+
+#[test]
 fn without_any_server_the_syntax_check_still_reports() {
     let project = Project::new(None);
     project.write("pyproject.toml", "");

@@ -76,11 +76,19 @@ fn block(out: &mut String, file: &FileErrors) {
     out.push_str("\n</diagnostics>");
 }
 
-fn preexisting_note(count: usize) -> String {
-    if count == 1 {
-        "(1 error that was there before this change is not listed.)".to_owned()
+/// The count sentence for the errors a changed file already had; it names the file when the
+/// call changed several.
+fn preexisting_note(file: &FileErrors, single: bool) -> String {
+    let count = file.preexisting;
+    let place = if single {
+        "there".to_owned()
     } else {
-        format!("({count} errors that were there before this change are not listed.)")
+        format!("in {}", file.display)
+    };
+    if count == 1 {
+        format!("(1 error that was {place} before this change is not listed.)")
+    } else {
+        format!("({count} errors that were {place} before this change are not listed.)")
     }
 }
 
@@ -94,6 +102,10 @@ pub fn render(changed: &[FileErrors], others: &[FileErrors], notes: &[String]) -
     let single = changed.len() == 1;
     for file in changed {
         if file.introduced.is_empty() {
+            // Old errors are counted even when the change added none.
+            if file.preexisting > 0 {
+                let _ = write!(out, "\n\n{}", preexisting_note(file, single));
+            }
             continue;
         }
         if single {
@@ -108,7 +120,7 @@ pub fn render(changed: &[FileErrors], others: &[FileErrors], notes: &[String]) -
         block(&mut out, file);
         if file.preexisting > 0 {
             out.push('\n');
-            out.push_str(&preexisting_note(file.preexisting));
+            out.push_str(&preexisting_note(file, single));
         }
     }
     let with_errors: Vec<&FileErrors> =
@@ -191,6 +203,27 @@ mod tests {
         assert!(text.contains("ERROR [20:5] bad\n... and 3 more\n</diagnostics>"));
         assert!(!text.contains("[21:5]"));
         assert!(text.ends_with("(2 errors that were there before this change are not listed.)"));
+    }
+
+    #[test]
+    fn old_errors_are_counted_when_the_change_added_none() {
+        let file = FileErrors {
+            display: "a.py".into(),
+            introduced: Vec::new(),
+            preexisting: 3,
+        };
+        assert_eq!(
+            render(std::slice::from_ref(&file), &[], &[]),
+            "\n\n(3 errors that were there before this change are not listed.)"
+        );
+        let other = FileErrors {
+            display: "b.py".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            render(&[file, other], &[], &[]),
+            "\n\n(3 errors that were in a.py before this change are not listed.)"
+        );
     }
 
     #[test]

@@ -10,9 +10,10 @@
 //! The key decision of this crate is that *a tolerant match may change only text the model
 //! quoted*. Each strategy accepts a span only when every one of its lines equals the quoted line
 //! under one stated normalisation (trimming, an indentation shift, collapsed whitespace, escapes,
-//! a trailing `;` or `,`), never because lines are "similar enough". A whole-line match then
-//! applies the model's change line by line, so a line the model left alone keeps the file's
-//! exact bytes. Several equally good candidates are an ambiguity to report (with line numbers).
+//! typographic quotes, a trailing `;` or `,`), never because lines are "similar enough". A
+//! whole-line match then applies the model's change line by line, so a line the model left alone
+//! keeps the file's exact bytes, and what the normalisation ignored is given back on the lines
+//! the model changed (or the edit is refused). Several equally good candidates are an ambiguity to report (with line numbers).
 //! When nothing matches, the error carries the closest region with its line numbers, a
 //! similarity score and a diff, so the model's next attempt can succeed.
 //!

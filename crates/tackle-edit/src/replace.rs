@@ -12,10 +12,12 @@
 //! 5. [`Strategy::WhitespaceNormalized`]: runs of whitespace treated as one space; whole lines for a
 //!    multi-line `old`, or a span inside one line for a single-line `old`.
 //! 6. [`Strategy::EscapeNormalized`]: `old` with `\n`, `\t`, `\"`, `\\`, … unescaped, exactly.
-//! 7. [`Strategy::LineNormalized`]: whole lines equal after trimming and collapsing whitespace
+//! 7. [`Strategy::QuoteNormalized`]: `old` exactly, once typographic quotes (‘ ’ “ ” and their
+//!    low and reversed forms) on either side are read as the ASCII `'` and `"`.
+//! 8. [`Strategy::LineNormalized`]: whole lines equal after trimming and collapsing whitespace
 //!    runs, where a line may also lack or add one trailing `;` or `,`; blank lines between the
 //!    quoted lines may differ in number.
-//! 8. [`Strategy::MultiOccurrence`]: the label for an exact match that occurs several times and was
+//! 9. [`Strategy::MultiOccurrence`]: the label for an exact match that occurs several times and was
 //!    replaced everywhere because `replace_all` was set.
 //!
 //! Stricter rungs come first (unlike OpenCode's order), so a loose rule never pre-empts a strict
@@ -34,9 +36,17 @@
 //!   characters (letters, digits, `_`) that continues outside it.
 //! - When `old` matched only once unescaped, `new` is unescaped the same way; a `new` that mixes
 //!   escaped and raw forms is refused.
-//! - A whole-line match (rungs 2, 3, 5 with several lines, 7) applies the change from `old` to
+//! - A whole-line match (rungs 2, 3, 5 with several lines, 8) applies the change from `old` to
 //!   `new` to the file's lines: a line the model left as it quoted it keeps the file's bytes
 //!   (its whitespace, its `;`), and only the lines the model changed, added or removed change.
+//! - What a rung ignored is given back on the lines the model changed. A trailing `;` or `,`
+//!   that the quoted line lacks (or has) and the file's line has (or lacks) is restored on the
+//!   line of `new` that replaces it: line for line when the model changed a run of lines into as
+//!   many lines, else on the one new line clearly most like the quoted one; with no such line
+//!   the edit is refused ([`EditError::UnclearMark`]). A new line whose own ending differs from
+//!   the quoted line's was changed by the model on purpose and is kept. Under the quote rung,
+//!   the text of `new` that is `old`'s takes the file's characters, so its quotation marks
+//!   survive; text the model changed is written as it wrote it.
 //!
 //! Other rules:
 //! - Several candidates on one rung without `replace_all` is an ambiguity: the error lists every
@@ -84,6 +94,8 @@ pub enum Strategy {
     EscapeNormalized,
     /// `old` without its leading and trailing whitespace.
     TrimmedBoundary,
+    /// `old` exactly, once typographic quotation marks are read as ASCII quotes.
+    QuoteNormalized,
     /// Whole lines equal after trimming and collapsing whitespace, up to one trailing `;` or
     /// `,`, with blank lines between them free to differ in number.
     LineNormalized,
@@ -93,13 +105,14 @@ pub enum Strategy {
 
 impl Strategy {
     /// Every strategy, in the order [`replace`] tries them.
-    pub const LADDER: [Strategy; 8] = [
+    pub const LADDER: [Strategy; 9] = [
         Strategy::Simple,
         Strategy::IndentationFlexible,
         Strategy::LineTrimmed,
         Strategy::TrimmedBoundary,
         Strategy::WhitespaceNormalized,
         Strategy::EscapeNormalized,
+        Strategy::QuoteNormalized,
         Strategy::LineNormalized,
         Strategy::MultiOccurrence,
     ];
@@ -113,6 +126,7 @@ impl Strategy {
             Strategy::IndentationFlexible => "indentation_flexible",
             Strategy::EscapeNormalized => "escape_normalized",
             Strategy::TrimmedBoundary => "trimmed_boundary",
+            Strategy::QuoteNormalized => "quote_normalized",
             Strategy::LineNormalized => "line_normalized",
             Strategy::MultiOccurrence => "multi_occurrence",
         }
@@ -191,6 +205,24 @@ pub enum EditError {
          newlines, tabs and quotes, exactly as they should appear in the file."
     )]
     MixedEscapes,
+    /// `old` matched only once a trailing `;` or `,` was ignored on a line, and `new` turns the
+    /// lines around it into a different number of lines with none clearly standing for it, so
+    /// it is unclear where the file's ending belongs.
+    #[error(
+        "oldString matched only when the end of line {line} was ignored: the file has `{file}` \
+         where oldString has `{quoted}`. newString turns that line into a different number of \
+         lines, and none of them clearly stands for it, so it is unclear which should end as the \
+         file's line does. Nothing was changed. Quote the lines exactly as the file has them, \
+         with their trailing `;` or `,`, and write newString with the endings you want."
+    )]
+    UnclearMark {
+        /// The 1-based line of the file.
+        line: usize,
+        /// That line of the file, trimmed.
+        file: String,
+        /// The quoted line, trimmed.
+        quoted: String,
+    },
     /// `old` matched several places and `replace_all` was not set.
     #[error("{}", ambiguous_message(.lines))]
     Ambiguous {
@@ -294,7 +326,7 @@ pub fn replace(
     // Splitting the content into lines is only paid for once the exact text has failed.
     let doc = Doc::new(content);
     let query = Query::new(old);
-    for strategy in &Strategy::LADDER[1..7] {
+    for strategy in &Strategy::LADDER[1..8] {
         let found = strategies::find(*strategy, &doc, &query);
         if found.is_empty() {
             continue;
@@ -366,8 +398,20 @@ fn apply(
                     .unwrap_or(span)
                     .split('\n')
                     .collect();
-                out.push_str(&strategies::splice_lines(q, &lines, new));
+                let spliced = strategies::splice_lines(q, &lines, new).map_err(|unclear| {
+                    EditError::UnclearMark {
+                        line: line_numbers(content, [cand.start])[0] + unclear.file_line,
+                        file: unclear.file,
+                        quoted: unclear.quoted,
+                    }
+                })?;
+                out.push_str(&spliced);
             }
+            (Strategy::QuoteNormalized, Some(q)) => out.push_str(&strategies::keep_file_quotes(
+                q.text,
+                &content[cand.start..cand.end],
+                new,
+            )),
             (Strategy::TrimmedBoundary | Strategy::WhitespaceNormalized, Some(q)) => {
                 out.push_str(strategies::trim_like(q.text, new))
             }

@@ -136,6 +136,8 @@ impl Handler for Inbox {
 /// A document the server has open.
 struct Document {
     version: i32,
+    /// Whether a change already waited for the server's first report on it.
+    awaited: bool,
 }
 
 /// A started, initialized server.
@@ -304,7 +306,13 @@ impl Client {
                 document.version
             }
             None => {
-                documents.insert(path.to_path_buf(), Document { version: 1 });
+                documents.insert(
+                    path.to_path_buf(),
+                    Document {
+                        version: 1,
+                        awaited: false,
+                    },
+                );
                 self.connection.notify(
                     "textDocument/didOpen",
                     json!({"textDocument": {
@@ -320,6 +328,24 @@ impl Client {
             json!({"textDocument": {"uri": path_to_uri(path)}}),
         );
         version
+    }
+
+    /// Up to `limit` open documents the server has not reported on and that no change waited
+    /// for yet, with their versions; each is marked as waited for, so it is waited for once.
+    pub(crate) fn take_unreported(&self, limit: usize) -> Vec<(PathBuf, i32)> {
+        let mut documents = self.documents.lock();
+        let published = self.inbox.published.lock();
+        let mut out = Vec::new();
+        for (path, document) in documents.iter_mut() {
+            if out.len() == limit {
+                break;
+            }
+            if !document.awaited && !published.contains_key(path) {
+                document.awaited = true;
+                out.push((path.clone(), document.version));
+            }
+        }
+        out
     }
 
     /// Closes `path` (it was deleted).

@@ -304,15 +304,26 @@ impl LspManager {
                 continue;
             };
             let wait = self.options.diagnostics_wait;
+            // Baselines: a file opened by a read has one once the server first reports on it.
+            // One it has not reported on yet (read while it started) is waited for once,
+            // bounded, before the change.
+            let deadline = Instant::now() + wait;
+            for (open, version) in client.take_unreported(MAX_OTHER_PULLS) {
+                diagnostics_of(&client, &open, version, 0, deadline).await;
+            }
             // The state before: what the server says of the file as it was.
-            let before_diagnostics = if client.is_open(path) {
-                client.published(path).map(|p| p.diagnostics)
-            } else if let Some(before) = before {
-                let since = client.seq();
-                let version = client.sync_document(path, before);
-                diagnostics_of(&client, path, version, since, Instant::now() + wait).await
-            } else {
-                None
+            let known = client
+                .is_open(path)
+                .then(|| client.published(path))
+                .flatten();
+            let before_diagnostics = match (known, before) {
+                (Some(published), _) => Some(published.diagnostics),
+                (None, Some(before)) => {
+                    let since = client.seq();
+                    let version = client.sync_document(path, before);
+                    diagnostics_of(&client, path, version, since, Instant::now() + wait).await
+                }
+                (None, None) => None,
             };
             if let (Some(diagnostics), Some(before)) = (&before_diagnostics, before) {
                 let converted = convert_all(diagnostics, before);
@@ -371,10 +382,14 @@ impl LspManager {
                     .collect()
             };
             for (other, diagnostics) in others {
+                let known = others_before.get(&other);
+                // An open file the server had not reported on has no baseline: its first report
+                // may hold errors older than this change, so it is not compared.
+                if known.is_none() && client.is_open(&other) {
+                    continue;
+                }
                 let text = read_bounded(&other).unwrap_or_default();
-                let before = others_before
-                    .get(&other)
-                    .map(|p| convert_all(&p.diagnostics, &text));
+                let before = known.map(|p| convert_all(&p.diagnostics, &text));
                 touched.others.push(OtherFile {
                     after: convert_all(&diagnostics, &text),
                     before,

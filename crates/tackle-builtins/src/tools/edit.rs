@@ -20,12 +20,14 @@ const EDIT_DESCRIPTION: &str = "Replace text in a file.\n\
 without the line-number prefix. Give enough surrounding lines to make it unique, or set \
 replaceAll to change every occurrence.\n\
 - If no exact match exists, tolerant matching is tried: shifted indentation, trimmed lines, \
-collapsed whitespace, escaped text, a missing trailing `;` or `,`, extra blank lines. Every \
+collapsed whitespace, escaped text, ASCII quotes for typographic ones, a missing trailing `;` \
+or `,`, extra blank lines. Every \
 quoted line must still equal its file line that way, or the edit is refused and the closest \
 region is shown. Lines you quote but leave unchanged keep the file's exact text; the result \
 names the strategy used.\n\
 - newString is inserted as given; after a tolerant match, the lines it changes are re-indented \
-to fit the file.\n\
+to fit the file and keep the file's trailing `;` or `,` and quotation marks where you left \
+them as quoted.\n\
 - An empty oldString creates a new file with newString as its content.\n\
 - The file must have been read in this session and not changed since. It keeps its BOM, line \
 endings and permissions.";

@@ -135,6 +135,7 @@ pub(super) fn find(strategy: Strategy, doc: &Doc<'_>, q: &Query<'_>) -> Vec<Cand
                 on_token_boundaries(doc.text, exact(doc.text, &u))
             }
         }
+        Strategy::QuoteNormalized => quote_normalized(doc, q),
         Strategy::LineNormalized => line_normalized(doc, q),
         Strategy::Simple | Strategy::MultiOccurrence => exact(doc.text, q.text),
     }
@@ -333,6 +334,105 @@ fn tokens_at(line: &str, s: usize, tokens: &[&str]) -> Option<usize> {
         pos += t.len();
     }
     Some(pos)
+}
+
+/// A typographic quotation mark (‘ ’ ‚ ‛ “ ” „ ‟) as its ASCII quote; other characters as they are.
+fn ascii_quote(c: char) -> char {
+    match c {
+        '\u{2018}'..='\u{201B}' => '\'',
+        '\u{201C}'..='\u{201F}' => '"',
+        _ => c,
+    }
+}
+
+fn is_typographic_quote(c: char) -> bool {
+    ascii_quote(c) != c
+}
+
+/// `text` with its typographic quotes made ASCII, and the offsets (in the result) where a
+/// quote was replaced; `None` when it has none. Each one shrinks from 3 bytes to 1.
+fn ascii_quotes(text: &str) -> Option<(String, Vec<usize>)> {
+    if !text.chars().any(is_typographic_quote) {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut replaced = Vec::new();
+    for c in text.chars() {
+        let a = ascii_quote(c);
+        if a != c {
+            replaced.push(out.len());
+        }
+        out.push(a);
+    }
+    Some((out, replaced))
+}
+
+/// `old` found in the content once typographic quotes on either side are read as ASCII quotes,
+/// on token boundaries. Each quotation mark is one character on both sides, so a candidate
+/// spans as many characters as `old`.
+fn quote_normalized(doc: &Doc<'_>, q: &Query<'_>) -> Vec<Candidate> {
+    let old = ascii_quotes(q.text);
+    let content = ascii_quotes(doc.text);
+    if old.is_none() && content.is_none() {
+        return Vec::new(); // the same text the exact rung did not find
+    }
+    let old = old.as_ref().map_or(q.text, |(text, _)| text.as_str());
+    let (text, replaced) = match &content {
+        Some((text, replaced)) => (text.as_str(), replaced.as_slice()),
+        None => (doc.text, &[][..]),
+    };
+    let original = |at: usize| at + 2 * replaced.partition_point(|&r| r < at);
+    let found = exact(text, old)
+        .into_iter()
+        .map(|c| Candidate {
+            start: original(c.start),
+            end: original(c.end),
+            whole_lines: false,
+        })
+        .collect();
+    on_token_boundaries(doc.text, found)
+}
+
+/// `new` for a span `file` that `old` matched once quotes were read as ASCII: where `new` keeps
+/// `old`'s text, it takes the file's characters, so the file's quotation marks survive on the
+/// text the model left as it quoted it. Changed text is written as the model wrote it.
+pub(super) fn keep_file_quotes(old: &str, file: &str, new: &str) -> String {
+    let old_lines: Vec<&str> = old.split('\n').collect();
+    let file_lines: Vec<&str> = file.split('\n').collect();
+    let new_lines: Vec<&str> = new.split('\n').collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    let mut out: Vec<String> = Vec::with_capacity(new_lines.len());
+    for op in similar::capture_diff_slices_deadline(
+        similar::Algorithm::Myers,
+        &old_lines,
+        &new_lines,
+        Some(deadline),
+    ) {
+        let (olds, news) = (op.old_range(), op.new_range());
+        match op.tag() {
+            similar::DiffTag::Equal => out.extend(file_lines[olds].iter().map(|l| l.to_string())),
+            similar::DiffTag::Insert => out.extend(new_lines[news].iter().map(|l| l.to_string())),
+            similar::DiffTag::Delete => {}
+            similar::DiffTag::Replace => {
+                let old_text = old_lines[olds.clone()].join("\n");
+                let file_chars: Vec<char> = file_lines[olds].join("\n").chars().collect();
+                let new_text = new_lines[news].join("\n");
+                let diff = similar::TextDiff::configure()
+                    .deadline(deadline)
+                    .diff_chars(&old_text, &new_text);
+                let mut group = String::with_capacity(new_text.len());
+                for change in diff.iter_all_changes() {
+                    match (change.tag(), change.old_index()) {
+                        (similar::ChangeTag::Equal, Some(at)) => group.push(file_chars[at]),
+                        (similar::ChangeTag::Delete, _) => {}
+                        _ => group.push_str(change.value()),
+                    }
+                }
+                out.push(group);
+            }
+        }
+    }
+    out.join("\n")
 }
 
 /// A trimmed line without one trailing `;` or `,`, and that mark.
@@ -547,11 +647,100 @@ fn pair_lines(quoted: &[&str], file: &[&str]) -> Vec<Pair> {
     pairs
 }
 
+/// A quoted line whose trailing `;` or `,` differs from its file line, where `new` gives no
+/// clear line to restore the file's ending on.
+#[derive(Debug)]
+pub(super) struct UnclearMark {
+    /// The file line, 0-based within the matched span.
+    pub(super) file_line: usize,
+    /// The file line, trimmed.
+    pub(super) file: String,
+    /// The quoted line, trimmed.
+    pub(super) quoted: String,
+}
+
+/// `line` with its trailing mark `from` (the quoted line's) turned into `to` (the file
+/// line's); as it is when it is blank or its own ending is not `from`.
+fn with_mark(line: &str, from: Option<char>, to: Option<char>) -> String {
+    if is_blank(line) || split_mark(line).1 != from {
+        return line.to_owned();
+    }
+    let body = line.trim_end();
+    let tail = &line[body.len()..];
+    let body = if from.is_some() {
+        &body[..body.len() - 1]
+    } else {
+        body
+    };
+    let mark = to.map(String::from).unwrap_or_default();
+    format!("{body}{mark}{tail}")
+}
+
+/// The lines of `new` (one changed group) with the trailing marks the rung ignored restored:
+/// each quoted line of the group whose ending differs from its file line's hands the file's
+/// ending to the new line standing for it. See the module documentation for the rule.
+fn restore_marks(
+    q: &Query<'_>,
+    file: &[&str],
+    file_of: &[Option<usize>],
+    quoted: std::ops::Range<usize>,
+    new: &[&str],
+) -> Result<Vec<String>, UnclearMark> {
+    let mut out: Vec<String> = new.iter().map(|l| (*l).to_owned()).collect();
+    if new.iter().all(|l| is_blank(l)) {
+        return Ok(out); // the lines were removed: no ending to keep
+    }
+    let same_count = quoted.len() == new.len();
+    for (offset, qi) in quoted.enumerate() {
+        let Some(fi) = file_of[qi] else { continue };
+        let (from, to) = (split_mark(q.lines[qi]).1, split_mark(file[fi]).1);
+        if from == to {
+            continue;
+        }
+        let target = if same_count {
+            Some(offset)
+        } else {
+            most_like(q.lines[qi], new)
+        };
+        match target {
+            Some(ni) => out[ni] = with_mark(&out[ni], from, to),
+            None => {
+                return Err(UnclearMark {
+                    file_line: fi,
+                    file: file[fi].trim().to_owned(),
+                    quoted: q.lines[qi].trim().to_owned(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The line of `lines` clearly most like `quoted`: at least half similar, and more similar
+/// than every other line.
+fn most_like(quoted: &str, lines: &[&str]) -> Option<usize> {
+    let quoted = split_mark(quoted).0;
+    let mut scores: Vec<(f64, usize)> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !is_blank(l))
+        .map(|(i, l)| (text_similarity(quoted, split_mark(l).0), i))
+        .collect();
+    scores.sort_by(|a, b| b.0.total_cmp(&a.0));
+    match scores.as_slice() {
+        [(best, i), rest @ ..] if *best >= 0.5 && rest.first().is_none_or(|r| r.0 < *best) => {
+            Some(*i)
+        }
+        _ => None,
+    }
+}
+
 /// The text that replaces a whole-line tolerant match: the change from `old` (the quote) to
 /// `new`, applied to the file's lines. A line the model left as it quoted it keeps the file's
-/// bytes; lines it changed or added are re-indented to fit; lines it removed go. So a tolerant
-/// match never rewrites a line the model did not change.
-pub(super) fn splice_lines(q: &Query<'_>, file: &[&str], new: &str) -> String {
+/// bytes; lines it changed or added are re-indented to fit, with the file's trailing marks the
+/// quote lacked given back; lines it removed go. So a tolerant match never rewrites a line the
+/// model did not change.
+pub(super) fn splice_lines(q: &Query<'_>, file: &[&str], new: &str) -> Result<String, UnclearMark> {
     let (body, terminated) = match (q.newline, new.strip_suffix('\n')) {
         (true, Some(body)) => (Some(body), true),
         (true, None) if new.is_empty() => (None, false),
@@ -560,9 +749,15 @@ pub(super) fn splice_lines(q: &Query<'_>, file: &[&str], new: &str) -> String {
     let new_lines: Vec<&str> = body.map_or_else(Vec::new, |b| b.split('\n').collect());
     let pairs = pair_lines(&q.lines, file);
     let reindent = Reindent::new(q, file, &pairs);
+    let mut file_of = vec![None; q.lines.len()];
+    for pair in &pairs {
+        if let Pair::Both(qi, fi) = *pair {
+            file_of[qi] = Some(fi);
+        }
+    }
 
     let mut keep = vec![true; q.lines.len()];
-    let mut inserted: Vec<Vec<&str>> = vec![Vec::new(); q.lines.len() + 1];
+    let mut inserted: Vec<Vec<String>> = vec![Vec::new(); q.lines.len() + 1];
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
     // Positions come from the ops' lengths: similar's index for the other side of a delete or
     // an insert is not always the cursor's.
@@ -578,7 +773,9 @@ pub(super) fn splice_lines(q: &Query<'_>, file: &[&str], new: &str) -> String {
             keep[at_old..at_old + old_len]
                 .iter_mut()
                 .for_each(|k| *k = false);
-            inserted[at_old].extend_from_slice(&new_lines[at_new..at_new + new_len]);
+            let group = &new_lines[at_new..at_new + new_len];
+            let restored = restore_marks(q, file, &file_of, at_old..at_old + old_len, group)?;
+            inserted[at_old].extend(restored);
         }
         at_old += old_len;
         at_new += new_len;
@@ -615,7 +812,7 @@ pub(super) fn splice_lines(q: &Query<'_>, file: &[&str], new: &str) -> String {
     if terminated && !(out.is_empty() && new_lines.is_empty()) {
         text.push('\n');
     }
-    text
+    Ok(text)
 }
 
 /// Remove from `new` the leading and trailing whitespace that `old` had, where `new` has it too.

@@ -14,6 +14,8 @@ enum Expect {
     NotFound(Option<(usize, usize)>),
     Empty,
     NoChange,
+    /// Refused: the file's trailing mark on this line has no clear place in `new`.
+    UnclearMark(usize),
 }
 
 struct Case {
@@ -385,6 +387,103 @@ const CASES: &[Case] = &[
         false,
         Ok("a = 1\nb = 3\n", LineNormalized, 1, 1),
     ),
+    // What the line-normalized rung ignored is given back on the lines the model changed.
+    case(
+        "a dropped trailing comma survives on the changed line (issue 26)",
+        "items = [\n    'alpha',\n    'beta',\n    'delta',\n]\n",
+        "    'beta'\n",
+        "    'gamma'\n",
+        false,
+        Ok(
+            "items = [\n    'alpha',\n    'gamma',\n    'delta',\n]\n",
+            LineNormalized,
+            1,
+            3,
+        ),
+    ),
+    case(
+        "dropped commas survive on kept and changed lines alike",
+        "items = [\n    'alpha',\n    'beta',\n    'delta',\n]\n",
+        "'alpha'\n'beta'",
+        "'alpha'\n'gamma'",
+        false,
+        Ok(
+            "items = [\n    'alpha',\n    'gamma',\n    'delta',\n]\n",
+            LineNormalized,
+            1,
+            2,
+        ),
+    ),
+    case(
+        "a semicolon the file lacks is not added to the changed line",
+        "let a = 1\nlet b = 2\n",
+        "let a = 1;\nlet b = 2;",
+        "let a = 1;\nlet b = 3;",
+        false,
+        Ok("let a = 1\nlet b = 3\n", LineNormalized, 1, 1),
+    ),
+    case(
+        "a changed line that gained a line keeps the mark on the line most like it",
+        "call(a);\nnext(b);\n",
+        "call(a)\nnext(b);",
+        "call(a, 2)\nlog(a);\nnext(b);",
+        false,
+        Ok("call(a, 2);\nlog(a);\nnext(b);\n", LineNormalized, 1, 1),
+    ),
+    case(
+        "a dropped comma with no clear line to return to is refused",
+        "items = [\n    'beta',\n    'delta',\n]\n",
+        "    'beta'\n    'delta',\n",
+        "    'b1'\n    'b2'\n    'delta',\n",
+        false,
+        UnclearMark(2),
+    ),
+    // Quote-normalized: typographic quotes in the file against ASCII quotes in the quote.
+    case(
+        "typographic apostrophe kept on the text the model left (issue 26)",
+        "say(\"don\u{2019}t stop\")\n",
+        "don't stop",
+        "don't go",
+        false,
+        Ok("say(\"don\u{2019}t go\")\n", QuoteNormalized, 1, 1),
+    ),
+    case(
+        "typographic double quotes kept around changed text",
+        "msg = \u{201C}hello\u{201D}\nnext()\n",
+        "msg = \"hello\"\nnext()",
+        "msg = \"hello, world\"\nnext()",
+        false,
+        Ok(
+            "msg = \u{201C}hello, world\u{201D}\nnext()\n",
+            QuoteNormalized,
+            1,
+            1,
+        ),
+    ),
+    case(
+        "ASCII quotes in the file are kept against typographic ones quoted",
+        "x = 'a'\n",
+        "x = \u{2018}a\u{2019}",
+        "x = \u{2018}b\u{2019}",
+        false,
+        Ok("x = 'b'\n", QuoteNormalized, 1, 1),
+    ),
+    case(
+        "a quote-normalized match inside an identifier is refused",
+        "don\u{2019}tstop\n",
+        "n't",
+        "x",
+        false,
+        NotFound(None),
+    ),
+    case(
+        "ambiguous quote-normalized matches",
+        "\u{2018}a\u{2019} \u{2018}a\u{2019}\n",
+        "'a'",
+        "'b'",
+        false,
+        Ambiguous(&[1, 1]),
+    ),
     case(
         "comma against semicolon is refused",
         "call(a);\nnext(b);\n",
@@ -570,6 +669,7 @@ fn table() {
                 c.first_line == *a && c.last_line == *b && c.similarity > 0.0 && c.similarity < 1.0
             }
             (Empty, Err(EditError::EmptyOld)) => true,
+            (UnclearMark(at), Err(EditError::UnclearMark { line, .. })) => line == at,
             (NoChange, Err(EditError::NoChange)) => true,
             _ => false,
         };
@@ -628,6 +728,33 @@ fn lines_the_model_did_not_change_keep_the_file_bytes() {
         r.content,
         "fn f() {\n\tlet  a = 1;\n\tlet b = 3;\n\tuse_it(a, b);\n}\n"
     );
+}
+
+#[test]
+fn an_unclear_mark_says_what_differed_and_nothing_changed() {
+    let e = replace(
+        "items = [\n    'beta',\n]\n",
+        "    'beta'\n",
+        "    'b1'\n    'b2'\n",
+        false,
+    )
+    .unwrap_err();
+    let message = e.to_string();
+    assert!(
+        message.contains("line 2") && message.contains("`'beta',`") && message.contains("`'beta'`"),
+        "{message}"
+    );
+    assert!(message.contains("Nothing was changed"), "{message}");
+}
+
+#[test]
+fn replace_all_keeps_each_span_s_own_quotes() {
+    let content = "a(\u{2018}x\u{2019})\nb(\u{201B}x')\n";
+    let r = replace(content, "('x')", "('y')", true).unwrap();
+    assert_eq!((r.strategy, r.replacements), (QuoteNormalized, 2));
+    assert_eq!(r.content, "a(\u{2018}y\u{2019})\nb(\u{201B}y')\n");
+    let r = replace(content, "x", "y", true).unwrap();
+    assert_eq!(r.strategy, MultiOccurrence);
 }
 
 #[test]
@@ -735,6 +862,7 @@ fn strategy_names_are_stable() {
             "trimmed_boundary",
             "whitespace_normalized",
             "escape_normalized",
+            "quote_normalized",
             "line_normalized",
             "multi_occurrence"
         ]
