@@ -523,6 +523,78 @@ fn servers_that_never_answer_or_never_report_do_not_hang_the_edit() {
     );
 }
 
+/// A client that keeps the log messages it hears (MCP logging, deprecated in 2026-07-28 but
+/// what 2025-11-25 clients use).
+struct Listener(tokio::sync::mpsc::UnboundedSender<String>);
+
+#[allow(deprecated)]
+impl rmcp::ClientHandler for Listener {
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(params.data.to_string());
+    }
+}
+
+#[tokio::test]
+#[allow(deprecated)]
+async fn a_language_server_that_does_not_report_is_a_log_message_for_the_client() {
+    let mut project = Project::new(None);
+    project.path_var = "/usr/bin:/bin".to_owned();
+    project.write(".tackle/silent.py", SILENT_SERVER);
+    let script = project.root.path().join(".tackle/silent.py");
+    project.write(
+        ".tackle/config.json",
+        &json!({
+            "lsp": {"quiet": {"command": ["/usr/bin/python3", script.to_str().unwrap(), "answers"], "extensions": [".yy"]}},
+            "diagnostics": {"waitMs": 500},
+        })
+        .to_string(),
+    );
+    let (heard, mut messages) = tokio::sync::mpsc::unbounded_channel();
+    let mut command = tokio::process::Command::from(project.command());
+    command.arg("serve");
+    let client = Listener(heard)
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .expect("initialize");
+    client
+        .peer()
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            rmcp::model::LoggingLevel::Warning,
+        ))
+        .await
+        .expect("logging/setLevel");
+    let result = call(
+        &client,
+        "write",
+        json!({"filePath": "a.yy", "content": "x\n"}),
+    )
+    .await;
+    assert!(
+        text(&result).contains("did not report on a.yy"),
+        "{}",
+        text(&result)
+    );
+    let heard = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let message = messages.recv().await.expect("the client is open");
+            if message.contains("did not report") {
+                return message;
+            }
+        }
+    })
+    .await
+    .expect("the warning reached the client");
+    assert!(
+        heard.contains("The quiet language server did not report on a.yy within 0.5 s"),
+        "{heard}"
+    );
+    client.cancel().await.unwrap();
+}
+
 #[test]
 fn a_configured_formatter_leaves_the_formatted_file_and_the_next_edit_is_not_stale() {
     let Some(rustfmt) = std::env::var_os("PATH").and_then(|path| {

@@ -43,6 +43,7 @@ pub struct Diagnoser {
     root: PathBuf,
     lsp: Option<Arc<LspManager>>,
     formatters: Option<Arc<Formatters>>,
+    warn: Option<tackle_lsp::Warn>,
 }
 
 impl std::fmt::Debug for Diagnoser {
@@ -59,6 +60,19 @@ impl std::fmt::Debug for Diagnoser {
 }
 
 impl Diagnoser {
+    /// Sends the review's warnings (a server that did not start or report, a formatter that
+    /// failed) to `warn` too, besides the log.
+    pub fn with_warn(mut self, warn: tackle_lsp::Warn) -> Self {
+        self.warn = Some(warn);
+        self
+    }
+
+    fn warn(&self, message: String) {
+        if let Some(warn) = &self.warn {
+            warn(message);
+        }
+    }
+
     /// Diagnostics for the Location at `root` (its real path): the syntax check always, the
     /// language servers of `lsp` when given, and `formatters` when given.
     pub fn new(
@@ -70,6 +84,7 @@ impl Diagnoser {
             root,
             lsp,
             formatters: formatters.map(Arc::new),
+            warn: None,
         }
     }
 
@@ -119,6 +134,11 @@ impl Diagnoser {
                         WaitStatus::Complete => {}
                         WaitStatus::TimedOut => {
                             given_up.insert(server.clone());
+                            self.warn(format!(
+                                "The {server} language server did not report on {} within {}.",
+                                change.display,
+                                seconds(lsp.options().diagnostics_wait),
+                            ));
                             notes.push(format!(
                                 "(The {server} language server did not report on {} within {}; \
                                  its errors, if any, are not listed.)",
@@ -129,6 +149,9 @@ impl Diagnoser {
                         WaitStatus::Unavailable(reason) if !lsp.announces_failures(server) => {
                             given_up.insert(server.clone());
                             tracing::warn!(%server, %reason, "a built-in language server did not start");
+                            self.warn(format!(
+                                "The built-in {server} language server did not start: {reason}."
+                            ));
                         }
                         WaitStatus::Unavailable(reason) => {
                             given_up.insert(server.clone());
@@ -200,6 +223,10 @@ impl ChangeReview for Diagnoser {
                 Ok(formatted) => formatted,
                 Err(error) => {
                     tracing::warn!(path = %path.display(), %error, "the formatter failed");
+                    self.warn(format!(
+                        "The formatter failed on {}: {error}. The file was left as written.",
+                        path.display()
+                    ));
                     None
                 }
             }

@@ -98,11 +98,11 @@ pub fn formatter_statuses(config: &Config, path_var: &OsStr) -> Vec<FormatterSta
 }
 
 /// Builds the code intelligence of the Location at `root` (its real path).
-pub(crate) fn build(root: PathBuf, config: &Config) -> Code {
+pub(crate) fn build(root: PathBuf, config: &Config, warn: tackle_lsp::Warn) -> Code {
     let path_var = std::env::var_os("PATH").unwrap_or_default();
     let servers = tackle_lsp::active_servers(&configured_servers(config), &path_var);
     let lsp = (!servers.is_empty()).then(|| {
-        Arc::new(LspManager::new(
+        let manager = LspManager::new(
             root.clone(),
             servers,
             ManagerOptions {
@@ -110,7 +110,9 @@ pub(crate) fn build(root: PathBuf, config: &Config) -> Code {
                 diagnostics_wait: config.diagnostics_wait(),
                 ..ManagerOptions::default()
             },
-        ))
+        );
+        manager.set_warn(warn.clone());
+        Arc::new(manager)
     });
     let formatters: Vec<FormatterSpec> = formatter_statuses(config, &path_var)
         .into_iter()
@@ -119,7 +121,7 @@ pub(crate) fn build(root: PathBuf, config: &Config) -> Code {
         .collect();
     let formatters = (!formatters.is_empty()).then(|| Formatters::new(formatters, FORMAT_TIMEOUT));
     Code {
-        review: Arc::new(Diagnoser::new(root, lsp.clone(), formatters)),
+        review: Arc::new(Diagnoser::new(root, lsp.clone(), formatters).with_warn(warn)),
         lsp,
     }
 }

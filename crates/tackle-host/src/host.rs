@@ -234,7 +234,10 @@ impl HostBuilder {
             path: root.clone(),
             source: std::io::Error::other(source.to_string()),
         })?;
-        let code = crate::code::build(root.clone(), &config);
+        let code = {
+            let feed = feed.clone();
+            crate::code::build(root.clone(), &config, Arc::new(move |m| feed.host(m)))
+        };
         let jobs = match self.background_jobs {
             false => None,
             true => {

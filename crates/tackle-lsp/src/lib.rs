@@ -35,7 +35,7 @@ pub use config::{
     find_program, server_statuses,
 };
 pub use manager::{
-    FileDiagnostic, LspManager, ManagerOptions, OtherFile, Severity, Touched, WaitStatus,
+    FileDiagnostic, LspManager, ManagerOptions, OtherFile, Severity, Touched, WaitStatus, Warn,
 };
 pub use rpc::RpcError;
 

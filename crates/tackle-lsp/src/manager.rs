@@ -134,7 +134,13 @@ pub struct LspManager {
     servers: Vec<ServerConfig>,
     options: ManagerOptions,
     slots: Mutex<HashMap<SlotKey, Arc<tokio::sync::Mutex<Slot>>>>,
+    /// Where warnings go besides the log, once the host says.
+    warn: std::sync::OnceLock<Warn>,
 }
+
+/// Where a crate's warnings go besides the log: a host hands them to whoever follows it (an
+/// MCP client's log messages).
+pub type Warn = Arc<dyn Fn(String) + Send + Sync>;
 
 impl std::fmt::Debug for LspManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -162,7 +168,14 @@ impl LspManager {
             servers,
             options,
             slots: Mutex::default(),
+            warn: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sends the manager's warnings (a server that stopped) to `warn` too, from now on. Only
+    /// the first call counts.
+    pub fn set_warn(&self, warn: Warn) {
+        let _ = self.warn.set(warn);
     }
 
     /// The options.
@@ -204,6 +217,12 @@ impl LspManager {
                 return Ok(client.clone());
             }
             tracing::warn!(server = %config.name, "language server stopped; it will be restarted");
+            if let Some(warn) = self.warn.get() {
+                warn(format!(
+                    "The {} language server stopped; it is restarted on the next change.",
+                    config.name
+                ));
+            }
             client.kill();
             slot.client = None;
             slot.failures += 1;
