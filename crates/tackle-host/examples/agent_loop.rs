@@ -4,7 +4,8 @@
 //!
 //! The script exercises the host's policy: a mis-cased tool name, arguments named the way other
 //! tool sets name them, the same call three times in a row (the doom-loop check asks, and nobody
-//! is there to answer), and a call from an outdated turn after a plugin left.
+//! is there to answer: a read runs and says it repeated itself, a change is refused), and a call
+//! from an outdated turn after a plugin left.
 //!
 //! Run it: `cargo run -p tackle-host --example agent_loop`. It exits non-zero if the host does
 //! not behave as the script expects, so CI runs it as a check.
@@ -146,8 +147,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         vec![
             call("grep", json!({"pattern": "done"}), "success"),
             call("grep", json!({"pattern": "done"}), "success"),
-            // The third identical call in a row asks `doom_loop`; nobody can answer here.
-            call("grep", json!({"pattern": "done"}), "refused"),
+            // The third identical call in a row asks `doom_loop`; nobody can answer here, and
+            // `grep` only reads, so it runs and the model is told it repeated itself.
+            call("grep", json!({"pattern": "done"}), "success"),
+            call(
+                "todowrite",
+                json!({"todos": [{"content": "ship", "status": "pending", "priority": "low"}]}),
+                "success",
+            ),
+            call(
+                "todowrite",
+                json!({"todos": [{"content": "ship", "status": "pending", "priority": "low"}]}),
+                "success",
+            ),
+            // A repeated call that changes something is refused instead.
+            call(
+                "todowrite",
+                json!({"todos": [{"content": "ship", "status": "pending", "priority": "low"}]}),
+                "refused",
+            ),
             call("read", json!({"filePath": "notes.txt"}), "success"),
         ],
     )
