@@ -20,9 +20,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-use support::announced_url;
+use std::process::Command;
 
 /// The scenarios of what tackle declares (initialize, ping, tools, logging, resources,
 /// prompts) and of its HTTP transport.
@@ -106,22 +104,7 @@ impl Drop for Server {
 fn serve() -> Server {
     let root = project();
     let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tackle"))
-        .arg("--root")
-        .arg(root.path())
-        .arg("--data-dir")
-        .arg(data.path())
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .env("HOME", data.path())
-        .env_remove("TACKLE_MODEL")
-        .env_remove(tackle_mcp::DEPTH_ENV)
-        .env_remove("TACKLE_SERVE_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn tackle serve --http");
-    let url = announced_url(&mut child);
+    let (child, url) = support::serve_http(root.path(), data.path(), None);
     Server {
         child,
         url,

@@ -7,9 +7,9 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
-use support::{announced_url, python};
+use support::python;
 
 /// The SDK client. `argv[1]` names the scenario, `argv[2]` the server (a URL, or a command line
 /// to start over stdio), the rest are the scenario's. It prints what it saw, one fact a line.
@@ -161,20 +161,7 @@ impl Project {
 
     /// A running `tackle serve --http` and its URL.
     fn http(&self) -> (Child, String) {
-        let mut server = Command::new(env!("CARGO_BIN_EXE_tackle"))
-            .args(self.global_args())
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .env("HOME", self.data.path())
-            .env_remove("TACKLE_MODEL")
-            .env_remove(tackle_mcp::DEPTH_ENV)
-            .env_remove("TACKLE_SERVE_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn tackle serve --http");
-        let url = announced_url(&mut server);
-        (server, url)
+        support::serve_http(self.root.path(), self.data.path(), None)
     }
 
     /// Configures a second `tackle serve` as the MCP server `up`, writing its PID to the

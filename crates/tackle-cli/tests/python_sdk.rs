@@ -6,9 +6,9 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use support::{announced_url, python};
+use support::python;
 
 /// The SDK client: lists the tools, reads a file, closes (which sends `DELETE`), and prints
 /// what it saw and every warning the SDK logged.
@@ -85,23 +85,7 @@ fn project(config: Option<&str>) -> tempfile::TempDir {
 fn run_client(root: &Path, client: &str, token: Option<&str>) -> Option<String> {
     let python = python("python_sdk")?;
     let data = tempfile::tempdir().unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_tackle"))
-        .arg("--root")
-        .arg(root)
-        .arg("--data-dir")
-        .arg(data.path())
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .env("HOME", data.path())
-        .env_remove("TACKLE_MODEL")
-        .env_remove(tackle_mcp::DEPTH_ENV)
-        .env_remove("TACKLE_SERVE_TOKEN")
-        .envs(token.map(|t| ("TACKLE_SERVE_TOKEN", t)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn tackle serve --http");
-    let url = announced_url(&mut server);
+    let (mut server, url) = support::serve_http(root, data.path(), token);
 
     let output = Command::new(python)
         .args(["-c", client, &url])

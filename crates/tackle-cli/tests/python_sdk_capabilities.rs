@@ -7,9 +7,9 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
-use support::{announced_url, python};
+use support::python;
 
 /// Two sessions of one server. The first runs a command whose output is past the output bound
 /// (its middle is cut), lists its resources and reads the saved output; the second lists its own and tries to read the
@@ -137,22 +137,7 @@ impl Drop for Server {
 
 fn serve(root: &Path) -> Server {
     let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tackle"))
-        .arg("--root")
-        .arg(root)
-        .arg("--data-dir")
-        .arg(data.path())
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .env("HOME", data.path())
-        .env_remove("TACKLE_MODEL")
-        .env_remove(tackle_mcp::DEPTH_ENV)
-        .env_remove("TACKLE_SERVE_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn tackle serve --http");
-    let url = announced_url(&mut child);
+    let (child, url) = support::serve_http(root, data.path(), None);
     Server {
         child,
         url,

@@ -130,3 +130,30 @@ pub(crate) mod peers;
 pub(crate) fn python(test: &str) -> Option<std::path::PathBuf> {
     peers::locate(peers::Peer::PythonSdk, test)
 }
+
+/// `tackle serve --http 127.0.0.1:0` on `root`, with `data` as its data directory and home and
+/// `token` (if any) as the bearer token it requires, and the URL it announced.
+pub(crate) fn serve_http(
+    root: &std::path::Path,
+    data: &std::path::Path,
+    token: Option<&str>,
+) -> (Child, String) {
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_tackle"))
+        .arg("--root")
+        .arg(root)
+        .arg("--data-dir")
+        .arg(data)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("HOME", data)
+        .env_remove("TACKLE_MODEL")
+        .env_remove(tackle_mcp::DEPTH_ENV)
+        .env_remove("TACKLE_SERVE_TOKEN")
+        .envs(token.map(|t| ("TACKLE_SERVE_TOKEN", t)))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn tackle serve --http");
+    let url = announced_url(&mut server);
+    (server, url)
+}
