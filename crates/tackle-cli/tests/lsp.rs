@@ -15,7 +15,7 @@ use rmcp::ServiceExt;
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
-use support::{call, text};
+use support::{SILENT_SERVER, call, text};
 use tempfile::TempDir;
 
 /// The directory holding the test servers (installed on first use), or `None` (after saying
@@ -457,30 +457,6 @@ async fn through_serve_other_files_hover_references_and_a_restart_after_a_crash(
         "def add(a: int, b: int) -> int:\n    return a + \"b\"\n"
     );
 }
-
-/// A language server in Python that answers `initialize` only when told to, and never
-/// publishes diagnostics.
-const SILENT_SERVER: &str = r#"
-import json, sys
-answer = sys.argv[1] == "answers"
-stdin = sys.stdin.buffer
-while True:
-    length = None
-    while True:
-        line = stdin.readline()
-        if not line:
-            sys.exit(0)
-        line = line.strip()
-        if not line:
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    message = json.loads(stdin.read(length))
-    if answer and message.get("method") == "initialize":
-        body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {"textDocumentSync": 1}}}).encode()
-        sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        sys.stdout.buffer.flush()
-"#;
 
 #[test]
 fn servers_that_never_answer_or_never_report_do_not_hang_the_edit() {

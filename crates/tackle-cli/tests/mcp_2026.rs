@@ -9,7 +9,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-use support::python;
+use support::{SILENT_SERVER, python};
 
 /// The SDK client. `argv[1]` names the scenario, `argv[2]` the server (a URL, or a command line
 /// to start over stdio), the rest are the scenario's. It prints what it saw, one fact a line.
@@ -109,12 +109,22 @@ async def trust(target, path):
         after = await client.list_tools(cache_mode="bypass")
         print("AFTER", sorted(t.name for t in after.tools if t.name == "deploy"))
 
+async def log(target, path):
+    heard = []
+    async def on_log(params):
+        heard.append(str(params.data))
+    async with Client(server_of(target), log_level="warning", logging_callback=on_log) as client:
+        print("VERSION", client.protocol_version)
+        result = await client.call_tool("write", {"filePath": path, "content": "x\n"})
+        print("RESULT", result.is_error)
+        print("HEARD", " | ".join(heard))
+
 scenario, rest = sys.argv[1], sys.argv[2:]
 if scenario == "ask":
     rest[3] = None if rest[3] == "auto" else rest[3]
     asyncio.run(ask(rest[0], rest[1], rest[2], rest[3] or "auto"))
 else:
-    asyncio.run({"listen": listen, "by_hand": by_hand, "stateless": stateless, "trust": trust}[scenario](*rest))
+    asyncio.run({"listen": listen, "by_hand": by_hand, "stateless": stateless, "trust": trust, "log": log}[scenario](*rest))
 "#;
 
 /// A project root, a data directory (also the home), and a directory outside the project.
@@ -177,9 +187,15 @@ impl Project {
             upstream.display(),
             upstream.display(),
         );
-        std::fs::create_dir(self.root.path().join(".tackle")).unwrap();
-        let config =
-            serde_json::json!({ "mcp": { "up": { "command": "sh", "args": ["-c", script] } } });
+        self.configure(
+            &serde_json::json!({ "mcp": { "up": { "command": "sh", "args": ["-c", script] } } }),
+        );
+        pid_file
+    }
+
+    /// Writes `config` as the project's configuration and trusts it.
+    fn configure(&self, config: &serde_json::Value) {
+        std::fs::create_dir_all(self.root.path().join(".tackle")).unwrap();
         std::fs::write(
             self.root.path().join(".tackle/config.json"),
             config.to_string(),
@@ -192,7 +208,6 @@ impl Project {
             .output()
             .unwrap();
         assert!(trust.status.success(), "{trust:?}");
-        pid_file
     }
 
     /// Runs the SDK client's `scenario`; returns its stdout once it succeeded, or `None` when
@@ -394,5 +409,40 @@ fn a_2026_client_is_asked_the_trust_question_with_input_required_and_a_yes_appli
             "{transport}: {seen}"
         );
         assert!(seen.contains("AFTER ['deploy']"), "{transport}: {seen}");
+    }
+}
+
+#[test]
+fn a_2026_request_that_names_a_log_level_hears_the_warnings_of_its_call() {
+    let project = Project::new();
+    let script = project.root.path().join(".tackle/silent.py");
+    std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+    std::fs::write(&script, SILENT_SERVER).unwrap();
+    let config = serde_json::json!({
+        "lsp": {"quiet": {"command": ["python3", path(&script), "answers"], "extensions": [".yy"]}},
+        "diagnostics": {"waitMs": 500},
+    });
+    project.configure(&config);
+    for transport in ["stdio", "http"] {
+        // A new file each time: writing over one needs a read first.
+        let name = format!("{transport}.yy");
+        let file = project.root.path().join(&name);
+        let (_server, target) = match transport {
+            "http" => {
+                let (server, url) = project.http();
+                (Some(Stop(server)), url)
+            }
+            _ => (None, project.stdio()),
+        };
+        let Some(seen) = project.client("log", &[&target, &path(&file)]) else {
+            return;
+        };
+        assert!(seen.contains("VERSION 2026-07-28"), "{transport}: {seen}");
+        assert!(
+            seen.contains(&format!(
+                "The quiet language server did not report on {name} within 0.5 s"
+            )),
+            "{transport}: {seen}"
+        );
     }
 }

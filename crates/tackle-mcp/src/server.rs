@@ -619,6 +619,15 @@ impl ServerHandler for TackleServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // MCP 2026-07-28: a request that names a `logLevel` hears log messages while it runs.
+        let _hears = context.meta.log_level().map(|level| {
+            self.inner.logging.during(
+                format!("{}-{}-request", self.connection.id, context.id),
+                self.session(),
+                level,
+                context.peer.clone(),
+            )
+        });
         if let Some(state) = request.request_state.as_deref() {
             let responses = request.input_responses.clone().unwrap_or_default();
             let responses = responses.into_iter().collect();

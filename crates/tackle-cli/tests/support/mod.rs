@@ -157,3 +157,27 @@ pub(crate) fn serve_http(
     let url = announced_url(&mut server);
     (server, url)
 }
+
+/// A language server in Python that answers `initialize` only when told to, and never
+/// publishes diagnostics.
+pub(crate) const SILENT_SERVER: &str = r#"
+import json, sys
+answer = sys.argv[1] == "answers"
+stdin = sys.stdin.buffer
+while True:
+    length = None
+    while True:
+        line = stdin.readline()
+        if not line:
+            sys.exit(0)
+        line = line.strip()
+        if not line:
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    message = json.loads(stdin.read(length))
+    if answer and message.get("method") == "initialize":
+        body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {"textDocumentSync": 1}}}).encode()
+        sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        sys.stdout.buffer.flush()
+"#;

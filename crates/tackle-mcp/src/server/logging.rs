@@ -152,6 +152,29 @@ impl Logging {
         }
     }
 
+    /// Has `peer` hear the messages at or above `level` while the returned guard lives, without
+    /// the backlog: an MCP 2026-07-28 request that opts in with `_meta`'s `logLevel` hears what
+    /// happens while it runs.
+    pub(crate) fn during<'a>(
+        &'a self,
+        request: String,
+        session: &str,
+        level: LoggingLevel,
+        peer: Peer<RoleServer>,
+    ) -> During<'a> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.listeners.push(Listener {
+            connection: request.clone(),
+            session: session.to_owned(),
+            level,
+            peer,
+        });
+        During {
+            logging: self,
+            request,
+        }
+    }
+
     /// Sends `message` to every connection that hears it, and keeps it for later ones.
     pub(crate) async fn log(&self, message: LogMessage) {
         let peers: Vec<Peer<RoleServer>> = {
@@ -171,6 +194,23 @@ impl Logging {
         for peer in peers {
             send(&peer, &message).await;
         }
+    }
+}
+
+/// A request's listening, ended when dropped.
+pub(crate) struct During<'a> {
+    logging: &'a Logging,
+    request: String,
+}
+
+impl Drop for During<'_> {
+    fn drop(&mut self) {
+        let mut state = self
+            .logging
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.listeners.retain(|l| l.connection != self.request);
     }
 }
 
