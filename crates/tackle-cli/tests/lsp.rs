@@ -186,17 +186,23 @@ fn an_edit_that_introduces_a_type_error_is_reported_and_the_fix_clears_it() {
     assert!(!fixed.contains("language server"), "{fixed}");
 }
 
-#[test]
-fn errors_that_were_there_before_are_counted_not_listed() {
-    let Some(servers) = servers(&["pyright-langserver"]) else {
-        return;
-    };
-    let project = python_project(&servers);
+/// A pyright project whose `old.py`, already read, has a type error on line 1.
+fn old_error_read(servers: &Path) -> Project {
+    let project = python_project(servers);
     project.write(
         "old.py",
         "x: int = \"old\"\n\ndef f() -> int:\n    return 1\n",
     );
     project.call("read", json!({"filePath": "old.py"}));
+    project
+}
+
+#[test]
+fn errors_that_were_there_before_are_counted_not_listed() {
+    let Some(servers) = servers(&["pyright-langserver"]) else {
+        return;
+    };
+    let project = old_error_read(&servers);
     let (out, _) = project.call(
         "edit",
         json!({"filePath": "old.py", "oldString": "return 1", "newString": "return \"new\""}),
@@ -214,12 +220,7 @@ fn an_edit_that_adds_no_error_still_counts_the_old_ones() {
     let Some(servers) = servers(&["pyright-langserver"]) else {
         return;
     };
-    let project = python_project(&servers);
-    project.write(
-        "old.py",
-        "x: int = \"old\"\n\ndef f() -> int:\n    return 1\n",
-    );
-    project.call("read", json!({"filePath": "old.py"}));
+    let project = old_error_read(&servers);
     let (out, _) = project.call(
         "edit",
         json!({"filePath": "old.py", "oldString": "return 1", "newString": "return 2"}),

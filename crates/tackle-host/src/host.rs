@@ -259,13 +259,18 @@ impl HostBuilder {
                 Some(bash::jobs::Jobs::with_events(config.max_jobs(), sink))
             }
         };
+        // Real paths, as the tools resolve theirs.
+        let real_output_dir =
+            std::fs::canonicalize(&output_dir).unwrap_or_else(|_| output_dir.clone());
+        let real_spool_dir =
+            std::fs::canonicalize(&spool_dir).unwrap_or_else(|_| spool_dir.clone());
         let env = ToolEnv::new(fs)
             .with_gate(gate.clone())
             .with_session_state(session_state.clone())
             .with_review(code.review.clone())
             .with_session_outputs(tackle_builtins::tools::SessionOutputs {
-                managed: std::fs::canonicalize(&output_dir).unwrap_or_else(|_| output_dir.clone()),
-                spool: std::fs::canonicalize(&spool_dir).unwrap_or_else(|_| spool_dir.clone()),
+                managed: real_output_dir.clone(),
+                spool: real_spool_dir.clone(),
             });
 
         let location = Location::new(
@@ -370,8 +375,8 @@ impl HostBuilder {
             feed.host(warning.clone());
         }
         let saved = crate::resources::SavedOutputs::new(
-            std::fs::canonicalize(&output_dir).unwrap_or_else(|_| output_dir.clone()),
-            std::fs::canonicalize(&spool_dir).unwrap_or_else(|_| spool_dir.clone()),
+            real_output_dir,
+            real_spool_dir,
             session_state.clone(),
         );
         Ok(Host {

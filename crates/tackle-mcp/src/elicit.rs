@@ -36,6 +36,58 @@ pub(crate) enum Asker {
     InputRequired(mpsc::UnboundedSender<Question>),
 }
 
+/// Why an [`Asker`] got no answer it could use.
+pub(crate) enum AskFailure {
+    /// The client failed the `elicitation/create` request (its error).
+    Failed(String),
+    /// Nobody answered: the call ended, or the time ran out (which).
+    Unanswered(&'static str),
+    /// The answer was not an `ElicitResult` (why).
+    Unreadable(String),
+}
+
+impl Asker {
+    /// True when a person can be asked with a form: the client declared form elicitation (the
+    /// server chose [`Asker::InputRequired`] only for such a client).
+    pub(crate) fn can_ask(&self) -> bool {
+        match self {
+            Asker::Request(peer) => peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form),
+            Asker::InputRequired(_) => true,
+        }
+    }
+
+    /// Asks the form `params` and waits for the answer, at most `timeout` when given.
+    pub(crate) async fn ask(
+        &self,
+        params: ElicitRequestParams,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<ElicitResult, AskFailure> {
+        match self {
+            Asker::Request(peer) => peer
+                .create_elicitation_with_timeout(params, timeout)
+                .await
+                .map_err(|error| AskFailure::Failed(error.to_string())),
+            // MCP 2026-07-28: the question leaves in the call's `input_required` result.
+            Asker::InputRequired(questions) => {
+                let (answer, answered) = oneshot::channel();
+                if questions.send(Question { params, answer }).is_err() {
+                    return Err(AskFailure::Unanswered("the call ended"));
+                }
+                let value = match timeout {
+                    Some(limit) => tokio::time::timeout(limit, answered)
+                        .await
+                        .map_err(|_| AskFailure::Unanswered("the time to answer ran out"))?,
+                    None => answered.await,
+                }
+                .map_err(|_| AskFailure::Unanswered("the client did not answer"))?;
+                serde_json::from_value(value).map_err(|e| AskFailure::Unreadable(e.to_string()))
+            }
+        }
+    }
+}
+
 /// A permission question for the call driver to put in an `input_required` result.
 pub(crate) struct Question {
     /// The form to show, as `elicitation/create` would carry it.
@@ -148,14 +200,9 @@ impl ElicitingApprover {
     /// How to ask about `request`, when its client can be asked with a form.
     fn asker_for(&self, request: &PermissionRequest) -> Option<Asker> {
         let call = request.tool_call.as_ref()?;
-        match self.calls.asker_of(&call.call)? {
-            Asker::Request(peer) => peer
-                .supported_elicitation_modes()
-                .contains(&ElicitationMode::Form)
-                .then_some(Asker::Request(peer)),
-            // The server chose this route only for a client that declared form elicitation.
-            asker @ Asker::InputRequired(_) => Some(asker),
-        }
+        self.calls
+            .asker_of(&call.call)
+            .filter(|asker| asker.can_ask())
     }
 }
 
@@ -176,29 +223,18 @@ impl Approver for ElicitingApprover {
             requested_schema: form(),
         };
         let task = runtime.spawn(async move {
-            let reply = match asker {
-                Asker::Request(peer) => match peer.create_elicitation(params).await {
-                    Ok(result) => reply_of(result.action, result.content.as_ref()),
-                    Err(error) => Reply::NoOneToAsk {
-                        reason: format!("the MCP client could not show the question: {error}"),
-                        remedy: Some("restart the server with --yes".to_owned()),
-                    },
+            let remedy = Some("restart the server with --yes".to_owned());
+            let reply = match asker.ask(params, None).await {
+                Ok(result) => reply_of(result.action, result.content.as_ref()),
+                Err(AskFailure::Failed(error)) => Reply::NoOneToAsk {
+                    reason: format!("the MCP client could not show the question: {error}"),
+                    remedy,
                 },
-                Asker::InputRequired(questions) => {
-                    let (answer, answered) = oneshot::channel();
-                    let sent = questions.send(Question { params, answer }).is_ok();
-                    match answered.await {
-                        Ok(value) if sent => match serde_json::from_value::<ElicitResult>(value) {
-                            Ok(result) => reply_of(result.action, result.content.as_ref()),
-                            Err(_) => Reply::Reject { message: None },
-                        },
-                        _ => Reply::NoOneToAsk {
-                            reason: "the MCP client did not answer the permission question"
-                                .to_owned(),
-                            remedy: Some("restart the server with --yes".to_owned()),
-                        },
-                    }
-                }
+                Err(AskFailure::Unanswered(_)) => Reply::NoOneToAsk {
+                    reason: "the MCP client did not answer the permission question".to_owned(),
+                    remedy,
+                },
+                Err(AskFailure::Unreadable(_)) => Reply::Reject { message: None },
             };
             if let Some(service) = service.upgrade()
                 && let Err(error) = service.reply(&id, reply)

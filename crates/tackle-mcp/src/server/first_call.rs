@@ -8,13 +8,12 @@ use std::pin::Pin;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
-use rmcp::service::ElicitationMode;
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::TackleServer;
-use crate::elicit::{Asker, Question};
+use crate::elicit::{AskFailure, Asker};
 
 /// The host's step, given the connection's first call.
 pub(super) type BeforeFirstCall =
@@ -68,13 +67,7 @@ pub enum Confirmation {
 impl Client {
     /// True when the client declared form elicitation, so a person can be asked.
     pub fn can_ask(&self) -> bool {
-        match &self.asker {
-            Asker::Request(peer) => peer
-                .supported_elicitation_modes()
-                .contains(&ElicitationMode::Form),
-            // Chosen only for a client that declared form elicitation.
-            Asker::InputRequired(_) => true,
-        }
+        self.asker.can_ask()
     }
 
     /// Asks `message` as a form with one required choice between `yes` and `no` (the labels
@@ -85,30 +78,12 @@ impl Client {
             message,
             requested_schema: choice(yes, no),
         };
-        match &self.asker {
-            Asker::Request(peer) => match peer
-                .create_elicitation_with_timeout(params, Some(QUESTION_TIMEOUT))
-                .await
-            {
-                Ok(result) => confirmation_of(result.action, result.content.as_ref(), yes),
-                Err(error) => Confirmation::Unanswered(error.to_string()),
-            },
-            // MCP 2026-07-28: the question leaves in the call's `input_required` result.
-            Asker::InputRequired(questions) => {
-                let (answer, answered) = tokio::sync::oneshot::channel();
-                if questions.send(Question { params, answer }).is_err() {
-                    return Confirmation::Unanswered("the call ended".to_owned());
-                }
-                match tokio::time::timeout(QUESTION_TIMEOUT, answered).await {
-                    Ok(Ok(value)) => match serde_json::from_value::<ElicitResult>(value) {
-                        Ok(result) => confirmation_of(result.action, result.content.as_ref(), yes),
-                        Err(error) => {
-                            Confirmation::Unanswered(format!("unreadable answer: {error}"))
-                        }
-                    },
-                    Ok(Err(_)) => Confirmation::Unanswered("the client did not answer".to_owned()),
-                    Err(_) => Confirmation::Unanswered("the time to answer ran out".to_owned()),
-                }
+        match self.asker.ask(params, Some(QUESTION_TIMEOUT)).await {
+            Ok(result) => confirmation_of(result.action, result.content.as_ref(), yes),
+            Err(AskFailure::Failed(error)) => Confirmation::Unanswered(error),
+            Err(AskFailure::Unanswered(why)) => Confirmation::Unanswered(why.to_owned()),
+            Err(AskFailure::Unreadable(error)) => {
+                Confirmation::Unanswered(format!("unreadable answer: {error}"))
             }
         }
     }

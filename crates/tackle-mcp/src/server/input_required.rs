@@ -181,14 +181,12 @@ impl TackleServer {
                 () = progress, if forwarding => Event::ProgressEnded,
                 () = context.ct.cancelled() => Event::Cancelled,
             };
-            match event {
-                Event::Settled(joined) => {
-                    let (turn, settlement) = joined.map_err(|error| {
-                        ErrorData::internal_error(format!("the call's task failed: {error}"), None)
-                    })?;
-                    return self
-                        .finish(&settlement, &turn, &call.tool)
-                        .map(CallToolResponse::from);
+            let joined = match event {
+                Event::Settled(joined) => joined,
+                // The settlement ends as interrupted; wait so the journal has it.
+                Event::Cancelled => {
+                    call.cancel.cancel();
+                    (&mut call.settlement).await
                 }
                 Event::Asked(question) => {
                     let mut questions = vec![question];
@@ -200,19 +198,19 @@ impl TackleServer {
                     if !questions.is_empty() {
                         return self.suspend(call, questions);
                     }
+                    continue;
                 }
-                Event::ProgressEnded => forwarding = false,
-                Event::Cancelled => {
-                    // The settlement ends as interrupted; wait so the journal has it.
-                    call.cancel.cancel();
-                    let (turn, settlement) = (&mut call.settlement).await.map_err(|error| {
-                        ErrorData::internal_error(format!("the call's task failed: {error}"), None)
-                    })?;
-                    return self
-                        .finish(&settlement, &turn, &call.tool)
-                        .map(CallToolResponse::from);
+                Event::ProgressEnded => {
+                    forwarding = false;
+                    continue;
                 }
-            }
+            };
+            let (turn, settlement) = joined.map_err(|error| {
+                ErrorData::internal_error(format!("the call's task failed: {error}"), None)
+            })?;
+            return self
+                .finish(&settlement, &turn, &call.tool)
+                .map(CallToolResponse::from);
         }
     }
 
