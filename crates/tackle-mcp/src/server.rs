@@ -403,11 +403,6 @@ impl TackleServer {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// How many calls wait for the retry that answers their permission questions.
-    pub fn waiting_calls(&self) -> usize {
-        self.inner.waiting.len()
-    }
-
     /// Sends `notifications/tools/list_changed` after every change `changes` sees, until the
     /// returned task is aborted or no change can come. Changes within 50 ms of each other (a
     /// reconnected MCP server registering its tools, say) become one notification.

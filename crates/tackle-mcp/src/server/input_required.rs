@@ -83,11 +83,6 @@ impl WaitingCalls {
     fn take(&self, state: &str) -> Option<InFlight> {
         self.table().remove(state)
     }
-
-    /// How many calls wait.
-    pub(crate) fn len(&self) -> usize {
-        self.table().len()
-    }
 }
 
 /// A call whose settlement runs on its own task, so that it outlives the request that started
