@@ -130,8 +130,10 @@ pub struct LineDiff<'a> {
 impl<'a> LineDiff<'a> {
     /// The diff of a change whose replaced spans are known: linear in the texts' length plus
     /// the diff work inside the lines the splices touch. `splices` must be sorted, disjoint, and
-    /// describe exactly how `old` became `new`.
+    /// describe exactly how `old` became `new`. Splices that cancel out (the texts are equal)
+    /// give a diff with no change.
     pub fn from_splices(old: &'a str, new: &'a str, splices: &[Splice]) -> Self {
+        let splices = if old == new { &[] } else { splices };
         let regions = line_regions(old.as_bytes(), new.as_bytes(), splices);
         build(old, new, &regions, Instant::now() + DEADLINE)
     }
