@@ -1,0 +1,403 @@
+//! The host's sandbox service: each agent's policy, resolved for one call into a [`Prepared`]
+//! that every spawner applies to its command.
+
+use std::collections::HashMap;
+use std::ffi::{CString, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::SandboxError;
+use crate::policy::{Mode, Network, Policy, Unavailable, expand};
+use crate::support::Support;
+
+/// The cache directories created when missing, so a first `npm install` or `cargo build` can
+/// fill them.
+const CREATED_IF_MISSING: [&str; 4] = [
+    "~/.npm",
+    "~/.cache",
+    "$CARGO_HOME/registry",
+    "$CARGO_HOME/git",
+];
+
+/// Every agent's sandbox policy, and the per-session temp directories.
+#[derive(Debug)]
+pub struct Sandboxes {
+    default: Policy,
+    agents: HashMap<String, Policy>,
+    temp_root: PathBuf,
+    support: Support,
+}
+
+/// One call's request for a sandbox.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The agent making the call.
+    pub agent: &'a str,
+    /// The session, whose temp directory the command gets.
+    pub session: &'a str,
+    /// The Location's root, writable under `workspace-write`.
+    pub root: &'a Path,
+    /// True when a person allowed this call to run without the sandbox.
+    pub unsandboxed: bool,
+}
+
+impl Sandboxes {
+    /// The service for `default` and the agents' own policies; session temp directories go
+    /// under `temp_root`.
+    pub fn new(default: Policy, agents: HashMap<String, Policy>, temp_root: PathBuf) -> Self {
+        Self::with_support(default, agents, temp_root, Support::get().clone())
+    }
+
+    /// [`Sandboxes::new`] with the platform's support given rather than probed.
+    pub fn with_support(
+        default: Policy,
+        agents: HashMap<String, Policy>,
+        temp_root: PathBuf,
+        support: Support,
+    ) -> Self {
+        Self {
+            default,
+            agents,
+            temp_root,
+            support,
+        }
+    }
+
+    /// No sandbox for anyone.
+    pub fn disabled() -> Self {
+        Self::with_support(
+            Policy::off(),
+            HashMap::new(),
+            std::env::temp_dir(),
+            Support::none("the sandbox is off".to_owned()),
+        )
+    }
+
+    /// What the platform offers.
+    pub fn support(&self) -> &Support {
+        &self.support
+    }
+
+    /// The policy of `agent`.
+    pub fn policy(&self, agent: &str) -> &Policy {
+        self.agents.get(agent).unwrap_or(&self.default)
+    }
+
+    /// The session's temp directory (exported as `TMPDIR`), created when missing.
+    pub fn session_temp(&self, session: &str) -> std::io::Result<PathBuf> {
+        let hash = session_hash(session);
+        let dir = self.temp_root.join(format!("s-{hash}"));
+        std::fs::create_dir_all(&dir)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&self.temp_root, std::fs::Permissions::from_mode(0o700))?;
+        }
+        dir.canonicalize()
+    }
+
+    /// Removes the session's temp directory.
+    pub fn end_session(&self, session: &str) {
+        let dir = self.temp_root.join(format!("s-{}", session_hash(session)));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// What a command of this call runs under: the refusal when the sandbox cannot be applied
+    /// and the policy says to refuse.
+    pub fn prepare(&self, request: &Request<'_>) -> Result<Prepared, SandboxError> {
+        let policy = self.policy(request.agent);
+        if policy.mode == Mode::Off || request.unsandboxed {
+            return Ok(Prepared::unsandboxed(Status::Off {
+                by_person: request.unsandboxed && policy.mode != Mode::Off,
+            }));
+        }
+        if let Some(reason) = self.missing(policy) {
+            return match policy.when_unavailable {
+                Unavailable::Refuse => Err(SandboxError::Unavailable { reason }),
+                Unavailable::Run => Ok(Prepared::unsandboxed(Status::Unavailable { reason })),
+            };
+        }
+        self.build(policy, request)
+    }
+
+    /// Why `policy` cannot be enforced here, if it cannot.
+    fn missing(&self, policy: &Policy) -> Option<String> {
+        if !self.support.filesystem() {
+            return Some(format!(
+                "this machine has no usable Landlock and seccomp ({})",
+                self.support.notes.join("; ")
+            ));
+        }
+        if matches!(policy.network, Network::Allow { .. }) && !self.support.tcp_rules() {
+            return Some(format!(
+                "the network allow-list needs Landlock ABI 4 (Linux 6.7); this kernel has ABI {}",
+                self.support.landlock_abi
+            ));
+        }
+        None
+    }
+
+    #[cfg(target_os = "linux")]
+    fn build(&self, policy: &Policy, request: &Request<'_>) -> Result<Prepared, SandboxError> {
+        use crate::child::{ChildPlan, Namespaces};
+        use crate::rules::{FsRules, Sockets};
+
+        let temp = self
+            .session_temp(request.session)
+            .map_err(|e| SandboxError::TempDir(e.to_string()))?;
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let cargo_home = std::env::var_os("CARGO_HOME").map(PathBuf::from);
+        let resolve = |p: &Path| expand(p, home.as_deref(), cargo_home.as_deref(), request.root);
+        let root = request
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| request.root.to_path_buf());
+        let mut writable = vec![temp.clone()];
+        let mut protected = Vec::new();
+        if policy.mode == Mode::WorkspaceWrite {
+            writable.push(root.clone());
+            let git = git_dirs(&root);
+            writable.extend(git.iter().cloned());
+            for dir in std::iter::once(root.join(".git")).chain(git) {
+                protected.push(dir.join("hooks"));
+                protected.push(dir.join("config"));
+            }
+            protected.push(root.join(".tackle"));
+            writable.extend(policy.writable_roots.iter().map(|p| resolve(p)));
+            for cache in &policy.caches {
+                let path = resolve(cache);
+                let create = CREATED_IF_MISSING
+                    .iter()
+                    .any(|c| resolve(Path::new(c)) == path);
+                if create && !path.exists() && path.parent().is_some_and(Path::exists) {
+                    let _ = std::fs::create_dir(&path);
+                }
+                writable.push(path);
+            }
+        }
+        let writable: Vec<PathBuf> = writable
+            .into_iter()
+            .filter_map(|p| p.canonicalize().ok())
+            .collect();
+        let deny_read: Vec<PathBuf> = policy.deny_read.iter().map(|p| resolve(p)).collect();
+        let mut env: Vec<(OsString, OsString)> = vec![
+            ("TMPDIR".into(), temp.clone().into_os_string()),
+            ("TACKLE_SANDBOX".into(), policy.mode.as_str().into()),
+        ];
+        let (tcp_connect, sockets): (Option<Vec<u16>>, Option<Sockets>) = match &policy.network {
+            Network::On => (None, None),
+            Network::Off => {
+                env.push(("TACKLE_SANDBOX_NETWORK".into(), "off".into()));
+                (Some(Vec::new()), Some(Sockets::UnixOnly))
+            }
+            Network::Allow { .. } => {
+                return Err(SandboxError::Unavailable {
+                    reason: "the network allow-list proxy is not running".to_owned(),
+                });
+            }
+        };
+        let ruleset = crate::rules::ruleset(&FsRules {
+            abi: self.support.landlock_abi,
+            writable: &writable,
+            deny_read: &deny_read,
+            tcp_connect: tcp_connect.as_deref(),
+        })?;
+        let filter = sockets.map(crate::rules::filter).transpose()?;
+        let contained = policy.namespaces && self.support.user_namespaces;
+        let namespaces = contained.then(|| {
+            Namespaces::of_current_user(
+                protected
+                    .iter()
+                    .filter(|p| p.exists())
+                    .filter_map(|p| read_only_bind(p))
+                    .collect(),
+            )
+        });
+        let plan = ChildPlan {
+            namespaces,
+            ruleset: Some(ruleset),
+            filter,
+        };
+        Ok(Prepared {
+            env,
+            plan: Some(Arc::new(plan)),
+            status: Status::Sandboxed {
+                mode: policy.mode,
+                network: policy.network.describe(),
+                contained,
+            },
+            writable,
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn build(&self, _policy: &Policy, _request: &Request<'_>) -> Result<Prepared, SandboxError> {
+        Err(SandboxError::Unavailable {
+            reason: "the sandbox needs Linux".to_owned(),
+        })
+    }
+}
+
+/// A short, stable name for a session's directory.
+fn session_hash(session: &str) -> String {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    session.hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
+}
+
+/// The git directories of a linked worktree (its `.git` file's `gitdir:` and that directory's
+/// common directory), which live outside the Location.
+fn git_dirs(root: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(root.join(".git")) else {
+        return Vec::new();
+    };
+    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
+        return Vec::new();
+    };
+    let gitdir = root.join(gitdir.trim());
+    let mut dirs = vec![gitdir.clone()];
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        dirs.push(gitdir.join(common.trim()));
+    }
+    dirs.into_iter()
+        .filter_map(|d| d.canonicalize().ok())
+        .collect()
+}
+
+/// The C path and the mount flags a read-only bind of `path` must keep (a user namespace may
+/// not drop the flags of the mount it copies).
+#[cfg(target_os = "linux")]
+fn read_only_bind(path: &Path) -> Option<(CString, libc::c_ulong)> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c_path = CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct from a valid C string.
+    #[allow(unsafe_code)]
+    let flags = unsafe {
+        let mut stat: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c_path.as_ptr(), &mut stat) != 0 {
+            return None;
+        }
+        stat.f_flag as libc::c_ulong
+    };
+    const KEPT: [(libc::c_ulong, libc::c_ulong); 6] = [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ];
+    let keep = KEPT
+        .iter()
+        .filter(|(st, _)| flags & st != 0)
+        .fold(0, |acc, (_, ms)| acc | ms);
+    Some((c_path, keep))
+}
+
+/// How a call's commands run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Under the sandbox.
+    Sandboxed {
+        /// The mode.
+        mode: Mode,
+        /// The network setting's name.
+        network: &'static str,
+        /// Whether the processes run in their own namespaces.
+        contained: bool,
+    },
+    /// Without it: the policy is `off`, or a person allowed this call to run unsandboxed.
+    Off {
+        /// True when a person allowed it for this call.
+        by_person: bool,
+    },
+    /// Without it, because the platform cannot apply it.
+    Unavailable {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One call's sandbox, ready to apply to its commands.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    env: Vec<(OsString, OsString)>,
+    #[cfg(target_os = "linux")]
+    plan: Option<Arc<crate::child::ChildPlan>>,
+    #[cfg(not(target_os = "linux"))]
+    plan: Option<Arc<()>>,
+    status: Status,
+    writable: Vec<PathBuf>,
+}
+
+impl Prepared {
+    /// No sandbox, for the reason in `status`.
+    pub fn unsandboxed(status: Status) -> Self {
+        Self {
+            env: Vec::new(),
+            plan: None,
+            status,
+            writable: Vec::new(),
+        }
+    }
+
+    /// How the commands run.
+    pub fn status(&self) -> &Status {
+        &self.status
+    }
+
+    /// The places the commands may write (canonical), empty without a sandbox.
+    pub fn writable(&self) -> &[PathBuf] {
+        &self.writable
+    }
+
+    /// Whether every process a command starts ends with it (its own PID namespace).
+    pub fn contains_processes(&self) -> bool {
+        matches!(
+            self.status,
+            Status::Sandboxed {
+                contained: true,
+                ..
+            }
+        )
+    }
+
+    /// The variables the commands get on top of their environment (`TMPDIR`, the proxy's).
+    pub fn env(&self) -> &[(OsString, OsString)] {
+        &self.env
+    }
+
+    /// The line a result ends with when the command ran without the sandbox it should have had.
+    pub fn footer(&self) -> Option<String> {
+        match &self.status {
+            Status::Unavailable { reason } => Some(format!(
+                "sandbox: unavailable, this command ran unsandboxed ({reason})"
+            )),
+            Status::Off { by_person: true } => {
+                Some("sandbox: off for this command, as allowed".to_owned())
+            }
+            _ => None,
+        }
+    }
+
+    /// Sets the environment and installs the sandbox in `command`, applied in the child
+    /// before `exec`. Call it after every other `pre_exec` hook that must run outside it.
+    pub fn apply(&self, command: &mut std::process::Command) {
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(plan) = &self.plan
+            && !plan.is_empty()
+        {
+            use std::os::unix::process::CommandExt as _;
+            let plan = plan.clone();
+            // SAFETY: the hook only makes system calls on memory the plan owns (see `child`).
+            #[allow(unsafe_code)]
+            unsafe {
+                command.pre_exec(move || plan.apply());
+            }
+        }
+    }
+}
