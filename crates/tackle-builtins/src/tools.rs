@@ -183,6 +183,8 @@ pub struct ToolEnv {
     pub(crate) review: Option<Arc<dyn ChangeReview>>,
     /// tackle's own directories whose files each belong to one session.
     pub(crate) outputs: Option<Arc<SessionOutputs>>,
+    /// The sandbox every command a tool starts runs under; `None` runs them unsandboxed.
+    pub(crate) sandboxes: Option<Arc<tackle_sandbox::Sandboxes>>,
 }
 
 /// tackle's own directories outside the Location whose files belong to one session each: the
@@ -260,7 +262,47 @@ impl ToolEnv {
             state: None,
             review: None,
             outputs: None,
+            sandboxes: None,
         }
+    }
+
+    /// Runs every command a tool starts (bash and its jobs, custom tools) under `sandboxes`.
+    pub fn with_sandboxes(mut self, sandboxes: Arc<tackle_sandbox::Sandboxes>) -> Self {
+        self.sandboxes = Some(sandboxes);
+        self
+    }
+
+    /// The sandbox for a command of the call `cx`; unsandboxed when a person allowed it for
+    /// this call (`unsandboxed`) or the host set none. Fails when the platform cannot apply the
+    /// policy and the policy says to refuse.
+    #[cfg(feature = "shell")]
+    pub(crate) fn sandbox(
+        &self,
+        cx: &tackle_core::Context,
+        unsandboxed: bool,
+    ) -> Result<tackle_sandbox::Prepared, ToolFailure> {
+        let Some(sandboxes) = &self.sandboxes else {
+            return Ok(tackle_sandbox::Prepared::unsandboxed(
+                tackle_sandbox::Status::Off { by_person: false },
+            ));
+        };
+        let identity = cx.identity();
+        sandboxes
+            .prepare(&tackle_sandbox::Request {
+                agent: identity.agent.as_str(),
+                session: identity.session.as_str(),
+                root: self.fs.root(),
+                unsandboxed,
+            })
+            .map_err(|error| {
+                ToolFailure::new(format!("{error}, so nothing was run."))
+                    .with_hint("Ask the user to fix the sandbox or set `sandbox.whenUnavailable` to \"run\" in the configuration.")
+            })
+    }
+
+    /// The host's sandbox service, when it set one.
+    pub fn sandboxes(&self) -> Option<&Arc<tackle_sandbox::Sandboxes>> {
+        self.sandboxes.as_ref()
     }
 
     /// Says which of tackle's own output files belong to which session, so that `read`, `grep`

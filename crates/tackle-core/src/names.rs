@@ -137,14 +137,17 @@ impl Permission {
     pub const HOOK_TRUST: Self = Self("hook_trust");
     /// A fetch of a private or loopback address.
     pub const WEBFETCH_PRIVATE: Self = Self("webfetch_private");
+    /// Running one command without the sandbox; the pattern is the command line.
+    pub const BASH_UNSANDBOXED: Self = Self("bash_unsandboxed");
 
     /// Permissions no tool carries, that presets ask for on their own: trust in project code,
-    /// repeated calls, private addresses.
-    pub const GUARDS: [Self; 4] = [
+    /// repeated calls, private addresses, commands outside the sandbox.
+    pub const GUARDS: [Self; 5] = [
         Self::DOOM_LOOP,
         Self::CUSTOM_TOOL_TRUST,
         Self::HOOK_TRUST,
         Self::WEBFETCH_PRIVATE,
+        Self::BASH_UNSANDBOXED,
     ];
 
     /// The name as rules spell it.

@@ -207,6 +207,7 @@ struct AgentConfig {
     description: Option<String>,
     mode: Option<AgentMode>,
     rules: Ruleset,
+    sandbox: Option<file::SandboxSection>,
 }
 
 /// How an MCP server is reached.
@@ -297,6 +298,8 @@ pub struct Config {
     structured_content: Option<bool>,
     /// The project's configuration and its trust state, when the project has any.
     trust: Option<ProjectTrust>,
+    /// `sandbox`, merged over the files.
+    sandbox: file::SandboxSection,
 }
 
 /// A command hook from a configuration file.
@@ -519,6 +522,10 @@ impl Config {
                 merged.description = agent.description.or(merged.description.take());
                 merged.mode = agent.mode.or(merged.mode);
                 merged.rules = std::mem::take(&mut merged.rules).merged(&agent.rules);
+                merged.sandbox = match (merged.sandbox.take(), agent.sandbox) {
+                    (Some(earlier), Some(later)) => Some(earlier.merged(later)),
+                    (earlier, later) => later.or(earlier),
+                };
             }
             None => self.agents.push((name.to_owned(), agent)),
         }
@@ -693,6 +700,47 @@ impl Config {
         options.default_timeout = options.default_timeout.min(options.max_timeout);
         options.shell = self.shell_path.as_ref().map(std::path::PathBuf::from);
         options
+    }
+
+    /// The sandbox policy of agent `name`: the file's `sandbox`, then the agent's own on top;
+    /// the `plan` agent is `read-only` unless its own section sets a mode.
+    pub fn sandbox_policy(&self, name: &str) -> tackle_sandbox::Policy {
+        let own = self
+            .agents
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, agent)| agent.sandbox.clone());
+        let mut section = self.sandbox.clone();
+        if name == "plan" && own.as_ref().is_none_or(|own| own.mode.is_none()) {
+            section.mode = Some(file::SandboxModeName::ReadOnly);
+        }
+        if let Some(own) = own {
+            section = section.merged(own);
+        }
+        section.policy()
+    }
+
+    /// The sandbox service: every preset's and configured agent's policy; session temp
+    /// directories under `temp_root`.
+    pub fn sandboxes(&self, temp_root: std::path::PathBuf) -> tackle_sandbox::Sandboxes {
+        let names = tackle_permission::PRESET_NAMES
+            .iter()
+            .copied()
+            .chain(self.agents.iter().map(|(n, _)| n.as_str()));
+        let agents = names
+            .map(|name| (name.to_owned(), self.sandbox_policy(name)))
+            .collect();
+        tackle_sandbox::Sandboxes::new(self.sandbox_policy(""), agents, temp_root)
+    }
+
+    /// Whether MCP servers started as child processes run in the sandbox.
+    pub fn sandbox_mcp_servers(&self) -> bool {
+        self.sandbox.mcp_servers.unwrap_or(false)
+    }
+
+    /// Whether language servers run in the sandbox.
+    pub fn sandbox_language_servers(&self) -> bool {
+        self.sandbox.language_servers.unwrap_or(false)
     }
 
     /// True when `name` must not be registered or offered.

@@ -264,7 +264,9 @@ impl HostBuilder {
             std::fs::canonicalize(&output_dir).unwrap_or_else(|_| output_dir.clone());
         let real_spool_dir =
             std::fs::canonicalize(&spool_dir).unwrap_or_else(|_| spool_dir.clone());
+        let sandboxes = Arc::new(config.sandboxes(data_dir.join("tmp")));
         let env = ToolEnv::new(fs)
+            .with_sandboxes(sandboxes.clone())
             .with_gate(gate.clone())
             .with_session_state(session_state.clone())
             .with_review(code.review.clone())
@@ -665,10 +667,18 @@ impl Host {
     }
 
     /// Ends `session`: its pending permission questions are withdrawn and its spooled command
-    /// output is removed.
+    /// output and sandbox temp directory are removed.
     pub fn end_session(&self, session: &str) {
         self.permissions.cancel_session(session);
         bash::end_session_spools(&self.spool_dir, session);
+        if let Some(sandboxes) = self.env.sandboxes() {
+            sandboxes.end_session(session);
+        }
+    }
+
+    /// The sandbox every command of this host runs under.
+    pub fn sandboxes(&self) -> Option<&Arc<tackle_sandbox::Sandboxes>> {
+        self.env.sandboxes()
     }
 
     /// [`Host::end_session`] as a function a server can keep.
@@ -676,8 +686,12 @@ impl Host {
         let permissions = self.permissions.clone();
         let spool_dir = self.spool_dir.clone();
         let jobs = self.jobs.clone();
+        let sandboxes = self.env.sandboxes().cloned();
         move |session: &str| {
             permissions.cancel_session(session);
+            if let Some(sandboxes) = &sandboxes {
+                sandboxes.end_session(session);
+            }
             // The session's background jobs end with it, before their spool files go.
             if let Some(jobs) = &jobs {
                 jobs.end_session(session);

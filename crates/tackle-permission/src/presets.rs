@@ -81,7 +81,8 @@ pub struct Agent {
 /// changing a file in the managed-output directory asks (`edit`: it is there to be read); the
 /// `question`, `plan_enter` and `plan_exit` tools are denied; fetching from loopback, private and
 /// link-local addresses asks (`webfetch_private`), as does trusting a project's custom tool
-/// manifest (`custom_tool_trust`) or a project's command hook (`hook_trust`); and reading `.env` files asks, while
+/// manifest (`custom_tool_trust`) or a project's command hook (`hook_trust`), or running a
+/// command without the sandbox (`bash_unsandboxed`); and reading `.env` files asks, while
 /// `.env.example` stays readable.
 pub fn default_rules(ctx: &PresetContext) -> Ruleset {
     let source = RuleSource::Default;
@@ -93,8 +94,14 @@ pub fn default_rules(ctx: &PresetContext) -> Ruleset {
         Action::Ask,
         source.clone(),
     ));
-    // Fetching from private addresses and running a project's own tool manifests need a person.
-    for permission in [P::WEBFETCH_PRIVATE, P::CUSTOM_TOOL_TRUST, P::HOOK_TRUST] {
+    // Fetching from private addresses, running a project's own tool manifests and running a
+    // command outside the sandbox need a person.
+    for permission in [
+        P::WEBFETCH_PRIVATE,
+        P::CUSTOM_TOOL_TRUST,
+        P::HOOK_TRUST,
+        P::BASH_UNSANDBOXED,
+    ] {
         rules.push(Rule::new(
             permission.as_str(),
             "*",
@@ -191,6 +198,8 @@ pub fn preset(name: &str, ctx: &PresetContext) -> Option<Agent> {
                 rule(P::TASK.as_str(), "general", Action::Deny),
                 rule(P::EDIT.as_str(), "*", Action::Deny),
                 rule(P::EDIT.as_str(), ".opencode/plans/*.md", Action::Allow),
+                // Its commands run read-only; no one lifts that from inside a plan.
+                rule(P::BASH_UNSANDBOXED.as_str(), "*", Action::Deny),
             ]
             .into_iter()
             .chain(

@@ -166,6 +166,18 @@ pub struct BashInput {
     /// `background` keeps it running as a job.
     #[serde(default)]
     pub on_timeout: Option<OnTimeout>,
+    /// `off` runs this one command without the sandbox, after a person allows it. Use it only
+    /// when the result said the sandbox blocked something the task needs.
+    #[serde(default)]
+    pub sandbox: Option<SandboxChoice>,
+}
+
+/// A call's choice of sandbox.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxChoice {
+    /// Run without the sandbox (asks `bash_unsandboxed`).
+    Off,
 }
 
 /// What happens to a command when its timeout passes.
@@ -327,6 +339,20 @@ async fn bash(
             }));
         env.gate.ask(cx, ask).await?;
     }
+    let unsandboxed = input.sandbox == Some(SandboxChoice::Off);
+    if unsandboxed {
+        let ask = Ask::new(
+            Permission::BASH_UNSANDBOXED.as_str(),
+            [input.command.clone()],
+        )
+        .with_metadata(json!({
+            "command": input.command,
+            "description": input.description,
+        }));
+        env.gate.ask(cx, ask).await?;
+    }
+    let sandbox = env.sandbox(cx, unsandboxed)?;
+    let sandbox_note = sandbox.footer();
 
     let configured = std::env::var_os("TACKLE_SHELL")
         .filter(|s| !s.is_empty())
@@ -344,6 +370,7 @@ async fn bash(
             head: options.head_bytes,
             spool: options.spool_place(cx.session().as_str()),
         },
+        sandbox,
     };
     let on_timeout = input.on_timeout.unwrap_or(OnTimeout::Kill);
     if input.run_in_background.unwrap_or(false) || on_timeout == OnTimeout::Background {
@@ -363,7 +390,11 @@ async fn bash(
     if finished.cancelled {
         return Err(ToolFailure::new("The command was interrupted and stopped."));
     }
-    Ok(render(finished, timeout, workdir, &shell))
+    let mut output = render(finished, timeout, workdir, &shell);
+    if let Some(note) = sandbox_note {
+        output.output.push_str(&format!("\n{note}"));
+    }
+    Ok(output)
 }
 
 /// A command run as a job: started in the background (`runInBackground`), or waited for until

@@ -54,6 +54,8 @@ pub(crate) struct TackleFile {
     pub(crate) hooks: Option<HooksSection>,
     /// How `tackle serve` answers MCP clients.
     pub(crate) serve: Option<ServeSection>,
+    /// The OS sandbox every command runs under.
+    pub(crate) sandbox: Option<SandboxSection>,
 }
 
 /// The keys of a tackle configuration file, in the order they are documented.
@@ -74,6 +76,7 @@ pub(crate) const TACKLE_KEYS: &[&str] = &[
     "snapshot",
     "hooks",
     "serve",
+    "sandbox",
 ];
 
 /// A `permission` value, its object keys in document order.
@@ -129,6 +132,185 @@ pub(crate) struct AgentSection {
     pub(crate) mode: Option<AgentModeName>,
     /// Its own permission rules, on top of the file's.
     pub(crate) permission: Option<PermissionValue>,
+    /// Its own sandbox settings, on top of the file's `sandbox` (the `plan` agent's mode is
+    /// `read-only` unless set here).
+    pub(crate) sandbox: Option<SandboxSection>,
+}
+
+/// The OS sandbox of commands (bash and its jobs, custom tools, hooks, formatters; MCP and
+/// language servers when turned on here).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", expecting = "an object")]
+pub(crate) struct SandboxSection {
+    /// `workspace-write` (the default: writes to the project, the session's temp directory and
+    /// the tool caches), `read-only`, or `off`.
+    pub(crate) mode: Option<SandboxModeName>,
+    /// `on` (the default), `off`, or `{"allow": [...], "deny": [...]}`: only these hosts, through
+    /// tackle's proxy (`example.com`, `*.example.com`, `localhost:8080`; deny wins).
+    pub(crate) network: Option<NetworkSetting>,
+    /// More places commands may write (`~` is the home directory).
+    pub(crate) writable_roots: Option<Strings>,
+    /// The tool caches commands may write; replaces the default list (`~/.cargo/registry`,
+    /// `~/.npm`, `~/.cache`, …).
+    pub(crate) caches: Option<Strings>,
+    /// Places commands may not read, such as `~/.ssh`.
+    pub(crate) deny_read: Option<Strings>,
+    /// When this machine cannot apply the sandbox: `run` unsandboxed and say so in every result
+    /// (the default), or `refuse` to run commands.
+    pub(crate) when_unavailable: Option<WhenUnavailable>,
+    /// Run each command in its own user, PID and mount namespaces where the kernel allows it, so
+    /// nothing it starts outlives the call (default `true`).
+    pub(crate) namespaces: Option<bool>,
+    /// Sandbox MCP servers started as child processes too (default `false`: they often need
+    /// their caches in the home directory).
+    pub(crate) mcp_servers: Option<bool>,
+    /// Sandbox language servers too (default `false`).
+    pub(crate) language_servers: Option<bool>,
+}
+
+impl SandboxSection {
+    /// This section with `later`'s keys on top.
+    pub(crate) fn merged(self, later: SandboxSection) -> SandboxSection {
+        SandboxSection {
+            mode: later.mode.or(self.mode),
+            network: later.network.or(self.network),
+            writable_roots: later.writable_roots.or(self.writable_roots),
+            caches: later.caches.or(self.caches),
+            deny_read: later.deny_read.or(self.deny_read),
+            when_unavailable: later.when_unavailable.or(self.when_unavailable),
+            namespaces: later.namespaces.or(self.namespaces),
+            mcp_servers: later.mcp_servers.or(self.mcp_servers),
+            language_servers: later.language_servers.or(self.language_servers),
+        }
+    }
+
+    /// The keys of this section that loosen the sandbox (a project's need trust).
+    pub(crate) fn loosening_keys(&self) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        if matches!(
+            self.mode,
+            Some(SandboxModeName::Off | SandboxModeName::WorkspaceWrite)
+        ) {
+            keys.push("mode");
+        }
+        if matches!(
+            self.network,
+            Some(NetworkSetting::Switch(NetworkSwitch::On) | NetworkSetting::Lists(_))
+        ) {
+            keys.push("network");
+        }
+        if self.writable_roots.is_some() {
+            keys.push("writableRoots");
+        }
+        if self.caches.is_some() {
+            keys.push("caches");
+        }
+        if self.deny_read.is_some() {
+            keys.push("denyRead");
+        }
+        if self.when_unavailable == Some(WhenUnavailable::Run) {
+            keys.push("whenUnavailable");
+        }
+        if self.namespaces == Some(false) {
+            keys.push("namespaces");
+        }
+        if self.mcp_servers == Some(false) {
+            keys.push("mcpServers");
+        }
+        if self.language_servers == Some(false) {
+            keys.push("languageServers");
+        }
+        keys
+    }
+
+    /// The policy this section gives, with defaults for what it leaves out.
+    pub(crate) fn policy(&self) -> tackle_sandbox::Policy {
+        use tackle_sandbox::{Mode, Network, Policy, Unavailable};
+        let defaults = Policy::default();
+        let paths = |list: &Option<Strings>| -> Option<Vec<std::path::PathBuf>> {
+            list.as_ref()
+                .map(|l| l.0.iter().map(std::path::PathBuf::from).collect())
+        };
+        Policy {
+            mode: match self.mode {
+                Some(SandboxModeName::ReadOnly) => Mode::ReadOnly,
+                Some(SandboxModeName::Off) => Mode::Off,
+                Some(SandboxModeName::WorkspaceWrite) | None => Mode::WorkspaceWrite,
+            },
+            network: match &self.network {
+                None | Some(NetworkSetting::Switch(NetworkSwitch::On)) => Network::On,
+                Some(NetworkSetting::Switch(NetworkSwitch::Off)) => Network::Off,
+                Some(NetworkSetting::Lists(lists)) => Network::Allow {
+                    allow: lists.allow.0.clone(),
+                    deny: lists.deny.0.clone(),
+                },
+            },
+            writable_roots: paths(&self.writable_roots).unwrap_or_default(),
+            caches: paths(&self.caches).unwrap_or(defaults.caches),
+            deny_read: paths(&self.deny_read).unwrap_or_default(),
+            when_unavailable: match self.when_unavailable {
+                Some(WhenUnavailable::Refuse) => Unavailable::Refuse,
+                _ => Unavailable::Run,
+            },
+            namespaces: self.namespaces.unwrap_or(true),
+        }
+    }
+}
+
+/// A sandbox mode.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum SandboxModeName {
+    /// Writes only to the session's temp directory.
+    ReadOnly,
+    /// Writes to the project, the session's temp directory and the tool caches.
+    WorkspaceWrite,
+    /// No sandbox.
+    Off,
+}
+
+/// What to do when the sandbox cannot be applied.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum WhenUnavailable {
+    /// Run unsandboxed and say so.
+    Run,
+    /// Refuse to run commands.
+    Refuse,
+}
+
+/// The sandbox's network.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(
+    untagged,
+    expecting = "\"on\", \"off\" or an object with `allow` (and `deny`)"
+)]
+pub(crate) enum NetworkSetting {
+    /// `on` or `off`.
+    Switch(NetworkSwitch),
+    /// Only these hosts, through tackle's proxy.
+    Lists(NetworkLists),
+}
+
+/// `on` or `off`.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum NetworkSwitch {
+    /// Everything.
+    On,
+    /// Unix sockets only.
+    Off,
+}
+
+/// The hosts allowed and denied.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, expecting = "an object with `allow` and `deny`")]
+pub(crate) struct NetworkLists {
+    /// Hosts allowed: `example.com`, `*.example.com` (subdomains), `host:PORT`.
+    pub(crate) allow: Strings,
+    /// Hosts refused even when allowed.
+    #[serde(default)]
+    pub(crate) deny: Strings,
 }
 
 /// OpenCode's agent settings: the keys tackle reads; the rest are OpenCode's.

@@ -14,7 +14,8 @@ use tackle_permission::{
 use super::file::{
     AgentModeName, AgentSection, DiagnosticsSection, DirectionName, FormatterSetting, HooksSection,
     LimitsSection, LspSection, McpSection, ModelSection, NonEmpty, OpenCodeAgent, OpenCodeMcp,
-    OrderedBools, PermissionValue, ServeSection, ShellSection, Strings, TACKLE_KEYS,
+    OrderedBools, PermissionValue, SandboxSection, ServeSection, ShellSection, Strings,
+    TACKLE_KEYS,
 };
 use super::json::{self, Entry, Node, Pos, Value};
 use super::{AgentConfig, Config, Dialect, McpServer, McpTransport, ModelTools, Problem};
@@ -167,6 +168,11 @@ impl Reader<'_> {
                         }
                     }
                 }
+                "sandbox" => {
+                    if let Some(section) = self.sandbox(path, node) {
+                        config.sandbox = std::mem::take(&mut config.sandbox).merged(section);
+                    }
+                }
                 "serve" => {
                     if let Some(section) = self.decode::<ServeSection>(path, node)
                         && let Some(on) = section.structured_content
@@ -271,16 +277,20 @@ impl Reader<'_> {
         };
         for entry in entries {
             let agent_path = key_path(path, &entry.key);
-            let (description, mode, permission) = if dialect == Dialect::OpenCode {
+            let (description, mode, permission, sandbox) = if dialect == Dialect::OpenCode {
                 let Some(agent) = self.decode::<OpenCodeAgent>(&agent_path, &entry.node) else {
                     continue;
                 };
-                (agent.description, agent.mode, agent.permission)
+                (agent.description, agent.mode, agent.permission, None)
             } else {
                 let Some(agent) = self.decode::<AgentSection>(&agent_path, &entry.node) else {
                     continue;
                 };
-                (agent.description, agent.mode, agent.permission)
+                let sandbox = match (agent.sandbox, entry_field(&entry.node, "sandbox")) {
+                    (Some(_), Some(node)) => self.sandbox(&key_path(&agent_path, "sandbox"), node),
+                    _ => None,
+                };
+                (agent.description, agent.mode, agent.permission, sandbox)
             };
             let rules = match (&permission, entry_field(&entry.node, "permission")) {
                 (Some(_), Some(node)) => {
@@ -297,6 +307,7 @@ impl Reader<'_> {
                     AgentModeName::Hidden => AgentMode::Hidden,
                 }),
                 rules,
+                sandbox,
             };
             config.merge_agent(&entry.key, agent);
         }
@@ -634,6 +645,22 @@ impl Reader<'_> {
 }
 
 impl Reader<'_> {
+    /// A `sandbox` section; a project's that loosens the sandbox waits for trust.
+    fn sandbox(&mut self, path: &str, node: &Node) -> Option<SandboxSection> {
+        let section = self.decode::<SandboxSection>(path, node)?;
+        let loosens = section.loosening_keys();
+        if !loosens.is_empty()
+            && !self.hold(
+                path,
+                format!("loosens the sandbox ({})", loosens.join(", ")),
+                HeldReason::WidensPermissions,
+            )
+        {
+            return None;
+        }
+        Some(section)
+    }
+
     /// The hooks that apply now: a project's wait for trust.
     fn hooks(&mut self, path: &str, hooks: HooksSection) -> HooksSection {
         let mut keep = |when: &str, list: Option<Vec<super::file::HookSection>>| {

@@ -685,6 +685,9 @@ mod tests {
                     total_cap: 0,
                 },
             },
+            sandbox: tackle_sandbox::Prepared::unsandboxed(tackle_sandbox::Status::Off {
+                by_person: false,
+            }),
         }
     }
 

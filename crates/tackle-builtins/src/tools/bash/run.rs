@@ -97,6 +97,8 @@ pub(crate) struct Spec {
     pub(crate) die_with_parent: bool,
     /// The capture limits.
     pub(crate) limits: CaptureLimits,
+    /// The sandbox the shell runs under.
+    pub(crate) sandbox: tackle_sandbox::Prepared,
 }
 
 /// How the group was stopped.
@@ -285,6 +287,8 @@ pub(crate) fn shell_command(
     if spec.die_with_parent {
         die_with_parent(&mut command);
     }
+    // Last: the parent-death signal above is set on the process the runner waits for.
+    spec.sandbox.apply(&mut command);
     tokio::process::Command::from(command)
 }
 

@@ -426,6 +426,9 @@ async fn bash_secrets_are_not_passed_to_the_shell() {
             }
             .spool_place("s"),
         },
+        sandbox: tackle_sandbox::Prepared::unsandboxed(tackle_sandbox::Status::Off {
+            by_person: false,
+        }),
     };
     let finished = run::run(spec, &CancellationToken::new(), &|_| {})
         .await
