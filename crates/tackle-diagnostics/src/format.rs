@@ -195,12 +195,23 @@ fn clip(line: &str, max: usize) -> String {
 pub struct Formatters {
     specs: Vec<FormatterSpec>,
     timeout: Duration,
+    sandbox: Option<tackle_sandbox::Confine>,
 }
 
 impl Formatters {
     /// Formatters tried in the order of `specs`, each stopped after `timeout`.
     pub fn new(specs: Vec<FormatterSpec>, timeout: Duration) -> Self {
-        Self { specs, timeout }
+        Self {
+            specs,
+            timeout,
+            sandbox: None,
+        }
+    }
+
+    /// Runs the formatters under `sandbox`.
+    pub fn with_sandbox(mut self, sandbox: tackle_sandbox::Confine) -> Self {
+        self.sandbox = Some(sandbox);
+        self
     }
 
     /// The formatters, in order.
@@ -229,7 +240,8 @@ impl Formatters {
         };
         let scratch = Scratch::create(path, text).await?;
         let started = tokio::time::Instant::now();
-        let (status, stderr) = run(spec, &scratch.path, self.timeout).await?;
+        let (status, stderr) =
+            run(spec, &scratch.path, self.timeout, self.sandbox.as_ref()).await?;
         tracing::debug!(
             formatter = %spec.name,
             path = %path.display(),
@@ -379,6 +391,7 @@ async fn run(
     spec: &FormatterSpec,
     file: &Path,
     timeout: Duration,
+    sandbox: Option<&tackle_sandbox::Confine>,
 ) -> Result<(ExitStatus, Vec<u8>), FormatError> {
     let Some((program, args)) = spec.command.split_first() else {
         return Err(FormatError::Spawn {
@@ -398,6 +411,14 @@ async fn run(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(sandbox) = sandbox {
+        sandbox
+            .apply(command.as_std_mut())
+            .map_err(|error| FormatError::Spawn {
+                program: program.clone(),
+                source: io::Error::other(error.to_string()),
+            })?;
+    }
     let mut child = command.spawn().map_err(|source| FormatError::Spawn {
         program: program.clone(),
         source,

@@ -98,7 +98,12 @@ pub fn formatter_statuses(config: &Config, path_var: &OsStr) -> Vec<FormatterSta
 }
 
 /// Builds the code intelligence of the Location at `root` (its real path).
-pub(crate) fn build(root: PathBuf, config: &Config, warn: tackle_lsp::Warn) -> Code {
+pub(crate) fn build(
+    root: PathBuf,
+    config: &Config,
+    warn: tackle_lsp::Warn,
+    sandbox: tackle_sandbox::Confine,
+) -> Code {
     let path_var = std::env::var_os("PATH").unwrap_or_default();
     let servers = tackle_lsp::active_servers(&configured_servers(config), &path_var);
     let lsp = (!servers.is_empty()).then(|| {
@@ -112,6 +117,9 @@ pub(crate) fn build(root: PathBuf, config: &Config, warn: tackle_lsp::Warn) -> C
             },
         );
         manager.set_warn(warn.clone());
+        if config.sandbox_language_servers() {
+            manager.set_sandbox(sandbox.clone());
+        }
         Arc::new(manager)
     });
     let formatters: Vec<FormatterSpec> = formatter_statuses(config, &path_var)
@@ -119,7 +127,8 @@ pub(crate) fn build(root: PathBuf, config: &Config, warn: tackle_lsp::Warn) -> C
         .filter(|status| status.inactive_reason.is_none())
         .map(|status| status.spec)
         .collect();
-    let formatters = (!formatters.is_empty()).then(|| Formatters::new(formatters, FORMAT_TIMEOUT));
+    let formatters = (!formatters.is_empty())
+        .then(|| Formatters::new(formatters, FORMAT_TIMEOUT).with_sandbox(sandbox));
     Code {
         review: Arc::new(Diagnoser::new(root, lsp.clone(), formatters).with_warn(warn)),
         lsp,

@@ -234,9 +234,22 @@ impl HostBuilder {
             path: root.clone(),
             source: std::io::Error::other(source.to_string()),
         })?;
+        let sandboxes = Arc::new(config.sandboxes(data_dir.join("tmp")));
+        // Formatters, MCP and language servers serve no single call: the default agent's policy.
+        let servers_sandbox = tackle_sandbox::Confine::new(
+            sandboxes.clone(),
+            self.default_agent.clone(),
+            "tackle-servers",
+            root.clone(),
+        );
         let code = {
             let feed = feed.clone();
-            crate::code::build(root.clone(), &config, Arc::new(move |m| feed.host(m)))
+            crate::code::build(
+                root.clone(),
+                &config,
+                Arc::new(move |m| feed.host(m)),
+                servers_sandbox.clone(),
+            )
         };
         let jobs = match self.background_jobs {
             false => None,
@@ -264,7 +277,6 @@ impl HostBuilder {
             std::fs::canonicalize(&output_dir).unwrap_or_else(|_| output_dir.clone());
         let real_spool_dir =
             std::fs::canonicalize(&spool_dir).unwrap_or_else(|_| spool_dir.clone());
-        let sandboxes = Arc::new(config.sandboxes(data_dir.join("tmp")));
         let env = ToolEnv::new(fs)
             .with_sandboxes(sandboxes.clone())
             .with_gate(gate.clone())
@@ -354,7 +366,11 @@ impl HostBuilder {
             .map(|hook| {
                 hooks.register(
                     policy::command::CommandHookRunner::name(hook),
-                    policy::command::CommandHookRunner::new(hook.clone(), root.clone()),
+                    policy::command::CommandHookRunner::new(
+                        hook.clone(),
+                        root.clone(),
+                        sandboxes.clone(),
+                    ),
                 )
             })
             .collect();
@@ -381,6 +397,9 @@ impl HostBuilder {
             real_spool_dir,
             session_state.clone(),
         );
+        let mcp_sandbox = config
+            .sandbox_mcp_servers()
+            .then(|| servers_sandbox.clone());
         Ok(Host {
             location,
             config,
@@ -393,7 +412,7 @@ impl HostBuilder {
             _command_hooks: command_hooks,
             sets,
             plugins: Mutex::new(plugins),
-            mcp: crate::mcp::Mcp::new(mcp_servers, feed.clone()),
+            mcp: crate::mcp::Mcp::new(mcp_servers, mcp_sandbox, feed.clone()),
             spool_dir,
             default_agent: self.default_agent,
             default_model: self.default_model,

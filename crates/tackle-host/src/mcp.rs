@@ -13,15 +13,22 @@ use crate::warnings::Warnings;
 /// The host's MCP servers and their live connections.
 pub(crate) struct Mcp {
     servers: Vec<tackle_mcp::McpServerConfig>,
+    /// The sandbox child servers start under, when the configuration asks for one.
+    sandbox: Option<tackle_sandbox::Confine>,
     connections: Mutex<Vec<tackle_mcp::McpConnection>>,
     supervisors: Mutex<Vec<tackle_mcp::Supervisor>>,
     warnings: Warnings,
 }
 
 impl Mcp {
-    pub(crate) fn new(servers: Vec<tackle_mcp::McpServerConfig>, warnings: Warnings) -> Self {
+    pub(crate) fn new(
+        servers: Vec<tackle_mcp::McpServerConfig>,
+        sandbox: Option<tackle_sandbox::Confine>,
+        warnings: Warnings,
+    ) -> Self {
         Self {
             servers,
+            sandbox,
             connections: Mutex::new(Vec::new()),
             supervisors: Mutex::new(Vec::new()),
             warnings,
@@ -49,7 +56,7 @@ impl Mcp {
 
     /// Connects every server once, all at once; returns the warnings and failures.
     pub(crate) async fn connect(&self, location: &Location, gate: &Gate) -> Vec<String> {
-        let options = options(gate.clone());
+        let options = options(gate.clone(), self.sandbox.clone());
         let attempts = self
             .servers
             .iter()
@@ -72,7 +79,7 @@ impl Mcp {
 
     /// Supervises every server; waits for each first attempt; returns the warnings.
     pub(crate) async fn supervise(&self, location: &Location, gate: &Gate) -> Vec<String> {
-        let options = options(gate.clone());
+        let options = options(gate.clone(), self.sandbox.clone());
         let started: Vec<tackle_mcp::Supervisor> = self
             .servers
             .iter()
@@ -144,12 +151,16 @@ async fn warn_on_failures(
 
 /// Connection options: a call of `<server>_<tool>` first asks the permission of that name on `*`,
 /// as OpenCode does, so the configuration can allow, ask or deny each MCP tool.
-fn options(gate: Gate) -> tackle_mcp::ConnectOptions {
+fn options(gate: Gate, sandbox: Option<tackle_sandbox::Confine>) -> tackle_mcp::ConnectOptions {
     let hook: tackle_mcp::BeforeCall = Arc::new(move |cx, name| {
         let gate = gate.clone();
         Box::pin(async move { gate.ask(&cx, Ask::new(name, ["*"])).await })
     });
-    tackle_mcp::ConnectOptions::default().with_before_call(hook)
+    let options = tackle_mcp::ConnectOptions::default().with_before_call(hook);
+    match sandbox {
+        Some(sandbox) => options.with_sandbox(sandbox),
+        None => options,
+    }
 }
 
 /// The MCP client's form of a configured server.

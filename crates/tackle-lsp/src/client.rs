@@ -173,6 +173,7 @@ impl Client {
         config: &ServerConfig,
         root: &Path,
         wait: Duration,
+        sandbox: Option<&tackle_sandbox::Confine>,
     ) -> Result<Arc<Self>, StartError> {
         let program = config.command.first().cloned().unwrap_or_default();
         let mut command = tokio::process::Command::new(&program);
@@ -185,6 +186,14 @@ impl Client {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        if let Some(sandbox) = sandbox {
+            sandbox
+                .apply(command.as_std_mut())
+                .map_err(|e| StartError::Spawn {
+                    program: program.clone(),
+                    reason: e.to_string(),
+                })?;
+        }
         let mut child = command.spawn().map_err(|e| StartError::Spawn {
             program: program.clone(),
             reason: e.to_string(),

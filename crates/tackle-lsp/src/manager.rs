@@ -136,6 +136,7 @@ pub struct LspManager {
     slots: Mutex<HashMap<SlotKey, Arc<tokio::sync::Mutex<Slot>>>>,
     /// Where warnings go besides the log, once the host says.
     warn: std::sync::OnceLock<Warn>,
+    sandbox: std::sync::OnceLock<tackle_sandbox::Confine>,
 }
 
 /// Where a crate's warnings go besides the log: a host hands them to whoever follows it (an
@@ -169,7 +170,13 @@ impl LspManager {
             options,
             slots: Mutex::default(),
             warn: std::sync::OnceLock::new(),
+            sandbox: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Starts the servers under `sandbox` from now on. Only the first call counts.
+    pub fn set_sandbox(&self, sandbox: tackle_sandbox::Confine) {
+        let _ = self.sandbox.set(sandbox);
     }
 
     /// Sends the manager's warnings (a server that stopped) to `warn` too, from now on. Only
@@ -239,7 +246,14 @@ impl LspManager {
                 (at - Instant::now()).as_secs().max(1)
             ));
         }
-        match Client::start(config, &root, self.options.start_timeout).await {
+        match Client::start(
+            config,
+            &root,
+            self.options.start_timeout,
+            self.sandbox.get(),
+        )
+        .await
+        {
             Ok(client) => {
                 slot.client = Some(client.clone());
                 slot.retry_at = None;

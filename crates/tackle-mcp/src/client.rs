@@ -103,6 +103,7 @@ pub struct ConnectOptions {
     backoff_max: Duration,
     heartbeat: Duration,
     before_call: Option<BeforeCall>,
+    sandbox: Option<tackle_sandbox::Confine>,
 }
 
 impl fmt::Debug for ConnectOptions {
@@ -113,6 +114,7 @@ impl fmt::Debug for ConnectOptions {
             .field("backoff_max", &self.backoff_max)
             .field("heartbeat", &self.heartbeat)
             .field("before_call", &self.before_call.is_some())
+            .field("sandbox", &self.sandbox.is_some())
             .finish()
     }
 }
@@ -127,6 +129,7 @@ impl Default for ConnectOptions {
             backoff_max: Duration::from_secs(30),
             heartbeat: Duration::from_secs(10),
             before_call: None,
+            sandbox: None,
         }
     }
 }
@@ -156,6 +159,12 @@ impl ConnectOptions {
     /// Runs `hook` before every call to a registered tool; see [`BeforeCall`].
     pub fn with_before_call(mut self, hook: BeforeCall) -> Self {
         self.before_call = Some(hook);
+        self
+    }
+
+    /// Starts child servers under `sandbox`.
+    pub fn with_sandbox(mut self, sandbox: tackle_sandbox::Confine) -> Self {
+        self.sandbox = Some(sandbox);
         self
     }
 }
@@ -362,7 +371,16 @@ pub async fn connect(
                         depth,
                     });
                 }
-                let process = child::command(command, args, env, depth);
+                let mut process = child::command(command, args, env, depth);
+                if let Some(sandbox) = &options.sandbox {
+                    sandbox
+                        .apply(process.as_std_mut())
+                        .map_err(|error| ConnectError::Spawn {
+                            server: server.clone(),
+                            command: command.clone(),
+                            source: std::io::Error::other(error.to_string()),
+                        })?;
+                }
                 let transport =
                     TokioChildProcess::new(process).map_err(|source| ConnectError::Spawn {
                         server: server.clone(),

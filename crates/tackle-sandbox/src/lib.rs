@@ -44,7 +44,7 @@ mod sandboxes;
 mod support;
 
 pub use policy::{Mode, Network, Policy, Unavailable};
-pub use sandboxes::{Prepared, Request, Sandboxes, Status};
+pub use sandboxes::{Confine, Prepared, Request, Sandboxes, Status};
 pub use support::{SIMULATE_NONE_ENV, Support};
 
 /// Why a sandbox could not be prepared.

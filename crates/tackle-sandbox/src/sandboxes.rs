@@ -238,6 +238,46 @@ impl Sandboxes {
     }
 }
 
+/// The sandbox of processes that serve no single call (formatters, MCP and language servers):
+/// one agent's policy, prepared anew for each start.
+#[derive(Clone, Debug)]
+pub struct Confine {
+    sandboxes: Arc<Sandboxes>,
+    agent: String,
+    session: String,
+    root: PathBuf,
+}
+
+impl Confine {
+    /// Processes run under `agent`'s policy in the Location at `root`, with the temp directory
+    /// of `session`.
+    pub fn new(
+        sandboxes: Arc<Sandboxes>,
+        agent: impl Into<String>,
+        session: impl Into<String>,
+        root: PathBuf,
+    ) -> Self {
+        Self {
+            sandboxes,
+            agent: agent.into(),
+            session: session.into(),
+            root,
+        }
+    }
+
+    /// Installs the sandbox in `command` (see [`Prepared::apply`]).
+    pub fn apply(&self, command: &mut std::process::Command) -> Result<Prepared, SandboxError> {
+        let prepared = self.sandboxes.prepare(&Request {
+            agent: &self.agent,
+            session: &self.session,
+            root: &self.root,
+            unsandboxed: false,
+        })?;
+        prepared.apply(command);
+        Ok(prepared)
+    }
+}
+
 /// A short, stable name for a session's directory.
 fn session_hash(session: &str) -> String {
     use std::hash::{Hash as _, Hasher as _};

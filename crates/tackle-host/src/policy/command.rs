@@ -21,11 +21,13 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tackle_core::{Context, Settlement};
 use tackle_permission::Pattern;
+use tackle_sandbox::{Request, Sandboxes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::hooks::Hook;
@@ -46,13 +48,19 @@ pub(crate) struct CommandHookRunner {
     hook: CommandHook,
     tools: Vec<Pattern>,
     root: PathBuf,
+    sandboxes: Arc<Sandboxes>,
 }
 
 impl CommandHookRunner {
-    /// A runner for `hook`, run in `root`.
-    pub(crate) fn new(hook: CommandHook, root: PathBuf) -> Self {
+    /// A runner for `hook`, run in `root` under the sandbox of the call's agent.
+    pub(crate) fn new(hook: CommandHook, root: PathBuf, sandboxes: Arc<Sandboxes>) -> Self {
         let tools = hook.tools.iter().map(|t| Pattern::new(t)).collect();
-        Self { hook, tools, root }
+        Self {
+            hook,
+            tools,
+            root,
+            sandboxes,
+        }
     }
 
     /// The hook's name in the journal and in messages: its file and command.
@@ -82,6 +90,17 @@ impl CommandHookRunner {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        let identity = cx.identity();
+        let sandbox = self
+            .sandboxes
+            .prepare(&Request {
+                agent: identity.agent.as_str(),
+                session: identity.session.as_str(),
+                root: &self.root,
+                unsandboxed: false,
+            })
+            .map_err(|e| format!("it could not be started: {e}"))?;
+        sandbox.apply(command.as_std_mut());
         let mut child = command
             .spawn()
             .map_err(|e| format!("it could not be started: {e}"))?;
