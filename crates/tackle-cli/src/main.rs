@@ -310,6 +310,7 @@ fn config_check(
             "formatters": tackle_host::formatters_json(config, &path_var),
             "hooks": config.hooks().iter().map(config::CommandHook::to_json).collect::<Vec<_>>(),
             "trust": trust::check_json(config),
+            "sandbox": tackle_host::sandbox::summary_json(config),
         }))?,
         (Err(problems), true) => serde_json::to_string_pretty(&serde_json::json!({
             "ok": false,
@@ -331,6 +332,7 @@ fn config_check(
             };
             std::iter::once(files)
                 .chain(tackle_host::code_summary(config, &path_var))
+                .chain(tackle_host::sandbox::summary_lines(config))
                 .chain(trust::check_lines(config))
                 .collect::<Vec<_>>()
                 .join("\n")

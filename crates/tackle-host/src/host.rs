@@ -177,6 +177,10 @@ impl HostBuilder {
         if let Some(trust) = config.trust().filter(|trust| trust.needs_trust()) {
             warnings.push(trust.notice());
         }
+        if let Some(warning) = crate::sandbox::unavailable_warning(&config) {
+            warnings.push(warning);
+        }
+        tracing::info!(backend = %tackle_sandbox::Support::get().describe(), "sandbox");
 
         let output_dir = data_dir.join("tool-output");
         let store = FsOutputStore::new(&output_dir).map_err(HostError::store("output store"))?;

@@ -41,6 +41,7 @@ mod nesting;
 mod plugin;
 pub mod policy;
 mod resources;
+pub mod sandbox;
 mod toolsets;
 pub mod trust;
 mod undo;

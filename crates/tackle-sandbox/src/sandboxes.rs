@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::SandboxError;
 use crate::policy::{Mode, Network, Policy, Unavailable, expand};
+use crate::proxy::{AllowList, Blocked, NetworkProxy, proxy_env};
 use crate::support::Support;
 
 /// The cache directories created when missing, so a first `npm install` or `cargo build` can
@@ -26,6 +27,8 @@ pub struct Sandboxes {
     agents: HashMap<String, Policy>,
     temp_root: PathBuf,
     support: Support,
+    /// The allow-list proxies started so far, one per list.
+    proxies: std::sync::Mutex<HashMap<(Vec<String>, Vec<String>), Arc<NetworkProxy>>>,
 }
 
 /// One call's request for a sandbox.
@@ -60,6 +63,7 @@ impl Sandboxes {
             agents,
             temp_root,
             support,
+            proxies: std::sync::Mutex::default(),
         }
     }
 
@@ -180,6 +184,7 @@ impl Sandboxes {
             .filter_map(|p| p.canonicalize().ok())
             .collect();
         let deny_read: Vec<PathBuf> = policy.deny_read.iter().map(|p| resolve(p)).collect();
+        let mut proxy_mark = None;
         let mut env: Vec<(OsString, OsString)> = vec![
             ("TMPDIR".into(), temp.clone().into_os_string()),
             ("TACKLE_SANDBOX".into(), policy.mode.as_str().into()),
@@ -190,10 +195,15 @@ impl Sandboxes {
                 env.push(("TACKLE_SANDBOX_NETWORK".into(), "off".into()));
                 (Some(Vec::new()), Some(Sockets::UnixOnly))
             }
-            Network::Allow { .. } => {
-                return Err(SandboxError::Unavailable {
-                    reason: "the network allow-list proxy is not running".to_owned(),
-                });
+            Network::Allow { allow, deny } => {
+                let proxy = self.proxy(allow, deny)?;
+                for (key, value) in proxy_env(proxy.addr()) {
+                    env.push((key.into(), value.into()));
+                }
+                env.push(("TACKLE_SANDBOX_NETWORK".into(), "allow-list".into()));
+                let port = proxy.port();
+                proxy_mark = Some((proxy.position(), proxy));
+                (Some(vec![port]), Some(Sockets::UnixAndTcp))
             }
         };
         let ruleset = crate::rules::ruleset(&FsRules {
@@ -227,7 +237,32 @@ impl Sandboxes {
                 contained,
             },
             writable,
+            proxy: proxy_mark,
         })
+    }
+
+    /// The running proxy of this allow-list, started on first use (on the current tokio
+    /// runtime).
+    fn proxy(&self, allow: &[String], deny: &[String]) -> Result<Arc<NetworkProxy>, SandboxError> {
+        let key = (allow.to_vec(), deny.to_vec());
+        let mut proxies = self
+            .proxies
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(proxy) = proxies.get(&key) {
+            return Ok(proxy.clone());
+        }
+        let list = AllowList::parse(allow, deny).map_err(|error| SandboxError::Unavailable {
+            reason: format!("the network allow-list is invalid: {error}"),
+        })?;
+        let proxy =
+            Arc::new(
+                NetworkProxy::start(list).map_err(|error| SandboxError::Unavailable {
+                    reason: format!("the network proxy could not start: {error}"),
+                })?,
+            );
+        proxies.insert(key, proxy.clone());
+        Ok(proxy)
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -369,6 +404,8 @@ pub struct Prepared {
     plan: Option<Arc<()>>,
     status: Status,
     writable: Vec<PathBuf>,
+    /// The allow-list proxy and its log position when the call's sandbox was prepared.
+    proxy: Option<(u64, Arc<NetworkProxy>)>,
 }
 
 impl Prepared {
@@ -379,6 +416,24 @@ impl Prepared {
             plan: None,
             status,
             writable: Vec::new(),
+            proxy: None,
+        }
+    }
+
+    /// What the allow-list proxy refused since this sandbox was prepared (another call's
+    /// refusals in the same time included).
+    pub fn blocked(&self) -> Vec<Blocked> {
+        self.proxy
+            .as_ref()
+            .map(|(since, proxy)| proxy.blocked_since(*since))
+            .unwrap_or_default()
+    }
+
+    /// The network setting's name, for messages.
+    pub fn network(&self) -> Option<&'static str> {
+        match &self.status {
+            Status::Sandboxed { network, .. } => Some(network),
+            _ => None,
         }
     }
 

@@ -223,3 +223,83 @@ fn git_hooks_and_config_stay_read_only_while_commits_work() {
     let out = sh(&p, &f.root, "git config core.hooksPath /tmp/evil");
     assert!(!out.status.success(), "{}", text(&out));
 }
+
+/// A loopback HTTP server answering `hello` to every request, on its own thread.
+fn hello_server() -> u16 {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn an_allow_list_passes_listed_hosts_through_the_proxy_and_nothing_else() {
+    if !supported() || !Support::get().tcp_rules() {
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let _entered = runtime.enter();
+    let f = fixture();
+    let allowed = hello_server();
+    let other = hello_server();
+    let policy = Policy {
+        network: Network::Allow {
+            allow: vec![format!("127.0.0.1:{allowed}")],
+            deny: Vec::new(),
+        },
+        ..Policy::default()
+    };
+    let sandboxes = sandboxes(&f, policy);
+    let request = Request {
+        agent: "build",
+        session: "s1",
+        root: &f.root,
+        unsandboxed: false,
+    };
+    let p = sandboxes.prepare(&request).unwrap();
+    let curl = |port: u16| {
+        let p = p.clone();
+        let root = f.root.clone();
+        std::thread::spawn(move || {
+            sh(
+                &p,
+                &root,
+                &format!("curl -sS -i --max-time 5 http://127.0.0.1:{port}/"),
+            )
+        })
+        .join()
+        .unwrap()
+    };
+    let out = curl(allowed);
+    assert!(text(&out).contains("hello"), "{}", text(&out));
+    let out = curl(other);
+    assert!(text(&out).contains("403"), "{}", text(&out));
+    assert!(
+        p.blocked().iter().any(|b| b.port == other),
+        "{:?}",
+        p.blocked()
+    );
+    // A client that ignores the proxy variables cannot go around it.
+    let direct = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {allowed}), timeout=2)\""
+    );
+    let p2 = p.clone();
+    let root = f.root.clone();
+    let out = std::thread::spawn(move || sh(&p2, &root, &direct))
+        .join()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let udp = "python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\"";
+    let out = sh(&p, &f.root, udp);
+    assert!(!out.status.success(), "{}", text(&out));
+}

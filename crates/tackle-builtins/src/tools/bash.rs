@@ -60,8 +60,11 @@ command and everything it started are stopped, and the output so far is returned
 returns at once with a job ID and the first output; read more with bash_output, answer prompts \
 with bash_input, stop it with bash_kill. onTimeout: \"background\" keeps a command that outlives \
 its timeout running as a job instead of stopping it. Jobs end with the session.\n\
-- Background processes started with `&` that keep the output open are stopped when the command \
-exits.\n\
+- Background processes started with `&` are stopped when the command exits (under the sandbox \
+all of them; otherwise those that keep the output open).\n\
+- Commands run in a sandbox: writes outside the working directory, its temp directory ($TMPDIR) \
+and the tool caches fail, and the network may be limited. If the result says the sandbox blocked \
+something the task needs, call again with sandbox: \"off\"; a person decides.\n\
 - Prefer the dedicated tools to read, search, list and edit files.\n\
 - description is a short title for the command, such as \"Run the unit tests\".";
 

@@ -648,6 +648,14 @@ impl Reader<'_> {
     /// A `sandbox` section; a project's that loosens the sandbox waits for trust.
     fn sandbox(&mut self, path: &str, node: &Node) -> Option<SandboxSection> {
         let section = self.decode::<SandboxSection>(path, node)?;
+        if let Some(super::file::NetworkSetting::Lists(lists)) = &section.network
+            && let Err(error) =
+                tackle_sandbox::proxy::AllowList::parse(&lists.allow.0, &lists.deny.0)
+        {
+            let pos = entry_field(node, "network").map(|n| n.pos);
+            self.problem(&key_path(path, "network"), pos, error.to_string());
+            return None;
+        }
         let loosens = section.loosening_keys();
         if !loosens.is_empty()
             && !self.hold(
