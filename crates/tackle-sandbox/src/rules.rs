@@ -119,7 +119,7 @@ fn read_grants(deny: &[PathBuf], read: BitFlags<AccessFs>) -> Vec<(PathBuf, BitF
     let list = AccessFs::ReadDir | AccessFs::Execute;
     let mut stack = vec![PathBuf::from("/")];
     while let Some(dir) = stack.pop() {
-        grants.push((dir.clone(), BitFlags::from(list)));
+        grants.push((dir.clone(), list));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };

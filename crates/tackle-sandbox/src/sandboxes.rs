@@ -20,6 +20,9 @@ const CREATED_IF_MISSING: [&str; 4] = [
     "$CARGO_HOME/git",
 ];
 
+/// An allow-list and its deny-list, naming one proxy.
+type ListKey = (Vec<String>, Vec<String>);
+
 /// Every agent's sandbox policy, and the per-session temp directories.
 #[derive(Debug)]
 pub struct Sandboxes {
@@ -28,7 +31,7 @@ pub struct Sandboxes {
     temp_root: PathBuf,
     support: Support,
     /// The allow-list proxies started so far, one per list.
-    proxies: std::sync::Mutex<HashMap<(Vec<String>, Vec<String>), Arc<NetworkProxy>>>,
+    proxies: std::sync::Mutex<HashMap<ListKey, Arc<NetworkProxy>>>,
 }
 
 /// One call's request for a sandbox.
