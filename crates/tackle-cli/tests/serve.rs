@@ -201,7 +201,8 @@ async fn cancelling_a_call_kills_its_command_and_the_server_goes_on() {
     let client = sandbox.connect().await;
     let pid_file = sandbox.path("sleeper.pid");
     let peer = client.peer().clone();
-    let command = format!("echo $$ > '{pid_file}'; exec sleep 30");
+    // The shell's PID as the host sees it (`$$` is its PID in the sandbox's namespace).
+    let command = format!("cut -d' ' -f4 /proc/self/stat > '{pid_file}'; exec sleep 30");
     let pending = tokio::spawn(async move {
         peer.call_tool(
             CallToolRequestParams::new("bash")

@@ -209,12 +209,24 @@ async fn serve_exits_within_300_ms_of_sigint_with_stdin_open_jobs_killed_and_cal
         )
         .await
     });
+    // Both sleeps run (under the sandbox each call also has its waiter and init processes).
+    let sleeping = |pid| {
+        let commands: Vec<String> = sandbox
+            .marked_alive(pid)
+            .iter()
+            .filter_map(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .collect();
+        ["sleep 901", "sleep 902"]
+            .iter()
+            .all(|s| commands.iter().any(|c| c.contains(s)))
+    };
     let deadline = Instant::now() + Duration::from_secs(10);
-    while sandbox.marked_alive(pid).len() < 2 && Instant::now() < deadline {
+    while !sleeping(pid) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let started = sandbox.marked_alive(pid);
-    assert!(started.len() >= 2, "the job and the call run: {started:?}");
+    assert!(sleeping(pid), "the job and the call run: {started:?}");
 
     // Like Claude Code: SIGINT, with stdin still open, then 500 ms before it escalates.
     let signalled = Instant::now();

@@ -176,7 +176,12 @@ fn a_project_custom_tool_is_not_offered_until_trusted() {
         })
         .to_string(),
     );
-    repo.project_config(json!({"permission": {"custom_tool_trust": "allow", "*": "allow"}}));
+    // The tool writes outside the project: the sandbox must let it, which also needs trust.
+    let marks = mark.parent().unwrap().display().to_string();
+    repo.project_config(json!({
+        "permission": {"custom_tool_trust": "allow", "*": "allow"},
+        "sandbox": {"writableRoots": [marks]},
+    }));
     let output = repo.call("deploy", json!({}));
     assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
     assert!(

@@ -738,6 +738,11 @@ impl Config {
         self.sandbox.mcp_servers.unwrap_or(false)
     }
 
+    /// Whether command hooks run in the sandbox.
+    pub fn sandbox_hooks(&self) -> bool {
+        self.sandbox.hooks.unwrap_or(false)
+    }
+
     /// Whether language servers run in the sandbox.
     pub fn sandbox_language_servers(&self) -> bool {
         self.sandbox.language_servers.unwrap_or(false)

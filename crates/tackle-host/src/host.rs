@@ -373,7 +373,7 @@ impl HostBuilder {
                     policy::command::CommandHookRunner::new(
                         hook.clone(),
                         root.clone(),
-                        sandboxes.clone(),
+                        config.sandbox_hooks().then(|| sandboxes.clone()),
                     ),
                 )
             })

@@ -45,6 +45,9 @@ pub struct Request<'a> {
     pub root: &'a Path,
     /// True when a person allowed this call to run without the sandbox.
     pub unsandboxed: bool,
+    /// Directories outside the Location a person allowed this call to use
+    /// (`external_directory`): writable for it under `workspace-write`.
+    pub approved: &'a [PathBuf],
 }
 
 impl Sandboxes {
@@ -171,6 +174,7 @@ impl Sandboxes {
             }
             protected.push(root.join(".tackle"));
             writable.extend(policy.writable_roots.iter().map(|p| resolve(p)));
+            writable.extend(request.approved.iter().cloned());
             for cache in &policy.caches {
                 let path = resolve(cache);
                 let create = CREATED_IF_MISSING
@@ -310,6 +314,7 @@ impl Confine {
             session: &self.session,
             root: &self.root,
             unsandboxed: false,
+            approved: &[],
         })?;
         prepared.apply(command);
         Ok(prepared)

@@ -354,7 +354,13 @@ async fn bash(
         }));
         env.gate.ask(cx, ask).await?;
     }
-    let sandbox = env.sandbox(cx, unsandboxed)?;
+    // The directories outside a person allowed above are writable for this command.
+    let approved: Vec<PathBuf> = outside
+        .iter()
+        .map(|pattern| PathBuf::from(pattern.trim_end_matches("/*")))
+        .filter(|dir| dir.is_absolute())
+        .collect();
+    let sandbox = env.sandbox(cx, unsandboxed, &approved)?;
     let sandbox_note = sandbox.footer();
 
     let configured = std::env::var_os("TACKLE_SHELL")

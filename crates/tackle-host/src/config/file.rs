@@ -166,6 +166,9 @@ pub(crate) struct SandboxSection {
     pub(crate) mcp_servers: Option<bool>,
     /// Sandbox language servers too (default `false`).
     pub(crate) language_servers: Option<bool>,
+    /// Sandbox command hooks too (default `false`: hooks are your own guards, and often log
+    /// outside the project or call `tackle`).
+    pub(crate) hooks: Option<bool>,
 }
 
 impl SandboxSection {
@@ -181,6 +184,7 @@ impl SandboxSection {
             namespaces: later.namespaces.or(self.namespaces),
             mcp_servers: later.mcp_servers.or(self.mcp_servers),
             language_servers: later.language_servers.or(self.language_servers),
+            hooks: later.hooks.or(self.hooks),
         }
     }
 
@@ -219,6 +223,9 @@ impl SandboxSection {
         }
         if self.language_servers == Some(false) {
             keys.push("languageServers");
+        }
+        if self.hooks == Some(false) {
+            keys.push("hooks");
         }
         keys
     }

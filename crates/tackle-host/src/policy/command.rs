@@ -48,12 +48,13 @@ pub(crate) struct CommandHookRunner {
     hook: CommandHook,
     tools: Vec<Pattern>,
     root: PathBuf,
-    sandboxes: Arc<Sandboxes>,
+    sandboxes: Option<Arc<Sandboxes>>,
 }
 
 impl CommandHookRunner {
-    /// A runner for `hook`, run in `root` under the sandbox of the call's agent.
-    pub(crate) fn new(hook: CommandHook, root: PathBuf, sandboxes: Arc<Sandboxes>) -> Self {
+    /// A runner for `hook`, run in `root`, under the sandbox of the call's agent when
+    /// `sandboxes` is given.
+    pub(crate) fn new(hook: CommandHook, root: PathBuf, sandboxes: Option<Arc<Sandboxes>>) -> Self {
         let tools = hook.tools.iter().map(|t| Pattern::new(t)).collect();
         Self {
             hook,
@@ -90,17 +91,19 @@ impl CommandHookRunner {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let identity = cx.identity();
-        let sandbox = self
-            .sandboxes
-            .prepare(&Request {
-                agent: identity.agent.as_str(),
-                session: identity.session.as_str(),
-                root: &self.root,
-                unsandboxed: false,
-            })
-            .map_err(|e| format!("it could not be started: {e}"))?;
-        sandbox.apply(command.as_std_mut());
+        if let Some(sandboxes) = &self.sandboxes {
+            let identity = cx.identity();
+            let sandbox = sandboxes
+                .prepare(&Request {
+                    agent: identity.agent.as_str(),
+                    session: identity.session.as_str(),
+                    root: &self.root,
+                    unsandboxed: false,
+                    approved: &[],
+                })
+                .map_err(|e| format!("it could not be started: {e}"))?;
+            sandbox.apply(command.as_std_mut());
+        }
         let mut child = command
             .spawn()
             .map_err(|e| format!("it could not be started: {e}"))?;
