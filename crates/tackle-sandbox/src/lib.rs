@@ -36,6 +36,7 @@
 
 #[cfg(target_os = "linux")]
 mod child;
+pub mod denial;
 pub mod policy;
 pub mod proxy;
 #[cfg(target_os = "linux")]

@@ -31,7 +31,8 @@
 //! **Bounds.** At most 256 connections are served at once; up to 256 more wait up to 10 s for
 //! a slot, then get 503, and beyond those a connection gets 503 at once. Lookup and connect
 //! share a 10 s budget. An established tunnel has no idle limit (a long download is normal);
-//! it ends when either side closes, and every task ends when the proxy is dropped.
+//! it ends when the origin closes its side (a client that closed its own side first still
+//! gets the rest of the answer), and every task ends when the proxy is dropped.
 //!
 //! **What it does not cover.** Clients that ignore the proxy variables (Go programs reaching
 //! loopback, git with its own `http.proxy`, raw sockets) are not let through: the kernel side

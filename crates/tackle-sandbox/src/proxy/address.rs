@@ -3,8 +3,9 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// True for loopback, private (RFC 1918, fc00::/7), link-local, unspecified, multicast,
-/// broadcast, CGNAT (100.64/10), reserved (0/8, 240/4) addresses, and IPv6 forms that embed
-/// one of those IPv4 addresses (mapped, compatible, NAT64).
+/// broadcast, CGNAT (100.64/10), protocol (192.0.0/24), benchmarking (198.18/15) and reserved
+/// (0/8, 240/4) addresses, and IPv6 forms that embed one of those IPv4 addresses (mapped,
+/// compatible, NAT64).
 pub(crate) fn is_local_or_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4_is_local_or_private(v4),
@@ -13,7 +14,7 @@ pub(crate) fn is_local_or_private(ip: IpAddr) -> bool {
 }
 
 fn v4_is_local_or_private(ip: Ipv4Addr) -> bool {
-    let [a, b, ..] = ip.octets();
+    let [a, b, c, _] = ip.octets();
     ip.is_loopback()
         || ip.is_private()
         || ip.is_link_local()
@@ -22,6 +23,8 @@ fn v4_is_local_or_private(ip: Ipv4Addr) -> bool {
         || a == 0
         || a >= 240
         || (a == 100 && (64..128).contains(&b))
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 198 && (b == 18 || b == 19))
 }
 
 fn v6_is_local_or_private(ip: Ipv6Addr) -> bool {

@@ -1,6 +1,5 @@
 //! Host patterns of the network allow-list and deny list, and the name-level decision.
 
-use std::fmt;
 use std::net::IpAddr;
 
 use super::{BlockReason, Host};
@@ -170,12 +169,6 @@ impl Pattern {
                 .is_some_and(|label| !label.is_empty()),
             _ => false,
         }
-    }
-}
-
-impl fmt::Display for Pattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
     }
 }
 

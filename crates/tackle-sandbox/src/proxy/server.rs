@@ -166,7 +166,27 @@ async fn connection(mut client: TcpStream, shared: Arc<Shared>, _slot: OwnedSema
     {
         return;
     }
-    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+    relay(&mut client, &mut upstream).await;
+}
+
+/// Copies both ways until the origin's side ends; a client that finished sending still gets
+/// the rest of the answer.
+async fn relay(client: &mut TcpStream, upstream: &mut TcpStream) {
+    let (mut client_read, mut client_write) = client.split();
+    let (mut upstream_read, mut upstream_write) = upstream.split();
+    let upload = async {
+        let _ = tokio::io::copy(&mut client_read, &mut upstream_write).await;
+        let _ = upstream_write.shutdown().await;
+    };
+    let download = async {
+        let _ = tokio::io::copy(&mut upstream_read, &mut client_write).await;
+        let _ = client_write.shutdown().await;
+    };
+    tokio::pin!(upload, download);
+    tokio::select! {
+        () = &mut download => {}
+        () = &mut upload => download.await,
+    }
 }
 
 enum Head {

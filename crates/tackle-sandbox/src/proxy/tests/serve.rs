@@ -17,48 +17,25 @@ use crate::proxy::{AllowList, BlockReason, NetworkProxy, Resolver, proxy_env};
 
 const PATIENCE: Duration = Duration::from_secs(10);
 
-/// A loopback server that echoes every connection back; dropped, it stops.
-struct Echo {
-    addr: SocketAddr,
-    task: JoinHandle<()>,
-}
-
-impl Drop for Echo {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn echo_server() -> Echo {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let task = tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut read, mut write) = stream.split();
-                let _ = tokio::io::copy(&mut read, &mut write).await;
-            });
-        }
-    });
-    Echo { addr, task }
-}
-
-/// A loopback HTTP origin that records each request head it gets and answers `hello`.
-struct Origin {
+/// A loopback server that hands each connection to a handler with the list of request heads
+/// it saw; dropped, it stops.
+struct Server {
     addr: SocketAddr,
     heads: Arc<Mutex<Vec<String>>>,
     task: JoinHandle<()>,
 }
 
-impl Drop for Origin {
+impl Drop for Server {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-async fn origin_server() -> Origin {
+async fn server<F, Fut>(handler: F) -> Server
+where
+    F: Fn(TcpStream, Arc<Mutex<Vec<String>>>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .await
         .expect("bind");
@@ -66,20 +43,31 @@ async fn origin_server() -> Origin {
     let heads = Arc::new(Mutex::new(Vec::new()));
     let seen = heads.clone();
     let task = tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                let head = read_head(&mut stream).await;
-                seen.lock().expect("lock").push(head);
-                let _ = stream
-                    .write_all(
-                        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
-                    )
-                    .await;
-            });
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(handler(stream, seen.clone()));
         }
     });
-    Origin { addr, heads, task }
+    Server { addr, heads, task }
+}
+
+/// Echoes every connection back.
+async fn echo_server() -> Server {
+    server(|mut stream, _| async move {
+        let (mut read, mut write) = stream.split();
+        let _ = tokio::io::copy(&mut read, &mut write).await;
+    })
+    .await
+}
+
+/// An HTTP origin that records each request head it gets and answers `hello`.
+async fn origin_server() -> Server {
+    server(|mut stream, seen| async move {
+        let head = read_head(&mut stream).await;
+        seen.lock().expect("lock").push(head);
+        let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
+        let _ = stream.write_all(answer).await;
+    })
+    .await
 }
 
 /// Reads through the blank line that ends a head.
@@ -565,4 +553,32 @@ async fn curl_with_proxy_env_reaches_a_listed_server_and_reads_the_403_of_an_unl
     );
     assert!(other.heads.lock().expect("lock").is_empty());
     assert_eq!(proxy.blocked_since(0).len(), 2);
+}
+
+#[tokio::test]
+async fn a_tunnel_ends_and_frees_its_slot_when_the_origin_closes_though_the_client_stays() {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.expect("accept");
+        let _ = stream.write_all(b"bye").await;
+    });
+    let proxy = start(list(&[&format!("127.0.0.1:{port}")], &[]));
+    let mut client = TcpStream::connect(proxy.addr()).await.expect("connect");
+    let request = format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n");
+    client.write_all(request.as_bytes()).await.expect("send");
+    assert!(read_head(&mut client).await.starts_with("HTTP/1.1 200"));
+    let mut rest = Vec::new();
+    timeout(PATIENCE, client.read_to_end(&mut rest))
+        .await
+        .expect("ends")
+        .expect("read");
+    assert_eq!(rest, b"bye");
+    assert!(
+        eventually(|| proxy.busy_slots() == 0).await,
+        "the slot is free while the client is still open"
+    );
+    drop(client);
 }
