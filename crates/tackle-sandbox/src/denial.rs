@@ -256,7 +256,7 @@ regex!(
 // The path a shell names before its errno text: `sh: 1: cannot create /x:`, `bash: line 1: /x:`.
 regex!(
     SHELL_PATH,
-    r"^(?:-?[a-z]*sh): (?:line \d+: |\d+: )?(?:cannot create |can't create )?(.+?): (?:Permission denied|Operation not permitted|Read-only file system)"
+    r"^(?:\S*/)?(?:-?[a-z]*sh): (?:line \d+: |\d+: )?(?:cannot create |can't create )?(.+?): (?:Permission denied|Operation not permitted|Read-only file system)"
 );
 // zsh puts the path last: `zsh: permission denied: /x`.
 regex!(
@@ -352,7 +352,12 @@ impl<'l> Reader<'_, 'l> {
         let mut candidates = Vec::new();
         for shell in [&SHELL_PATH, &ZSH_PATH] {
             if let Some(path) = shell.captures(line).and_then(|c| c.get(1)) {
-                candidates.push(path.as_str());
+                // The shell names exactly the path it could not write (its own path may lead
+                // the line: `/usr/bin/bash: line 1: /x: Permission denied`).
+                return vec![path.as_str()]
+                    .into_iter()
+                    .filter(|c| looks_like_path(c))
+                    .collect();
             }
         }
         for captures in QUOTED.captures_iter(line) {

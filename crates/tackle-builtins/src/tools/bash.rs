@@ -362,11 +362,13 @@ async fn bash(
         .collect();
     let sandbox = env.sandbox(cx, unsandboxed, &approved)?;
     let sandbox_note = sandbox.footer();
+    let sandbox_used = sandbox.clone();
 
     let configured = std::env::var_os("TACKLE_SHELL")
         .filter(|s| !s.is_empty())
         .or_else(|| options.shell.clone().map(OsString::from));
     let shell = choose_shell(configured, std::env::var_os("PATH"))?;
+    let spec_cwd = cwd.clone();
     let spec = run::Spec {
         shell: shell.clone(),
         command: input.command.clone(),
@@ -399,7 +401,11 @@ async fn bash(
     if finished.cancelled {
         return Err(ToolFailure::new("The command was interrupted and stopped."));
     }
+    let cwd_for_denial = spec_cwd;
     let mut output = render(finished, timeout, workdir, &shell);
+    if let Some(note) = denial_note(&sandbox_used, &cwd_for_denial, &output) {
+        output.output.push_str(&format!("\n{note}"));
+    }
     if let Some(note) = sandbox_note {
         output.output.push_str(&format!("\n{note}"));
     }
@@ -517,6 +523,65 @@ async fn background(
         shell: shell.to_string_lossy().into_owned(),
         job_id,
     })
+}
+
+/// What the sandbox refused, told so the model can act on it, when the evidence shows it.
+fn denial_note(
+    sandbox: &tackle_sandbox::Prepared,
+    cwd: &Path,
+    output: &BashOutput,
+) -> Option<String> {
+    use tackle_sandbox::denial::{Denial, Evidence, NetworkRule, Rules, diagnose};
+    let tackle_sandbox::Status::Sandboxed { mode, network, .. } = sandbox.status() else {
+        return None;
+    };
+    let blocked = sandbox.blocked();
+    let rules = Rules {
+        writable: sandbox.writable(),
+        network: match *network {
+            "off" => NetworkRule::Off,
+            "allow-list" => NetworkRule::AllowList,
+            _ => NetworkRule::On,
+        },
+        cwd,
+    };
+    let evidence = Evidence {
+        output: &output.output,
+        exit_code: output.exit_code,
+        signal: output.signal,
+        blocked: &blocked,
+    };
+    let found = diagnose(&rules, &evidence);
+    if found.is_empty() {
+        return None;
+    }
+    let what: Vec<String> = found
+        .iter()
+        .map(|denial| match denial {
+            Denial::Write { path } => format!("writing `{}`", path.display()),
+            Denial::Network {
+                host: Some(host),
+                port: Some(port),
+            } => {
+                format!("connecting to {host}:{port} (network: {network})")
+            }
+            Denial::Network {
+                host: Some(host),
+                port: None,
+            } => {
+                format!("connecting to {host} (network: {network})")
+            }
+            Denial::Network { .. } => format!("a network connection (network: {network})"),
+            Denial::Syscall => "a system call the sandbox forbids".to_owned(),
+        })
+        .collect();
+    Some(format!(
+        "sandbox: the {} sandbox refused {}. Writes are allowed in the working directory, \
+         $TMPDIR and the tool caches. If the task needs this, call bash again with sandbox: \
+         \"off\" (a person decides), or ask the user to allow it in the `sandbox` configuration.",
+        mode.as_str(),
+        what.join(", ")
+    ))
 }
 
 /// The `exit:` line of an ended job.

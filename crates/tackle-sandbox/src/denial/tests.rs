@@ -583,3 +583,25 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_shell_named_by_its_path_is_not_reported_as_the_denied_write() {
+    let root = PathBuf::from("/work");
+    let rules = Rules {
+        writable: std::slice::from_ref(&root),
+        network: NetworkRule::On,
+        cwd: &root,
+    };
+    let evidence = Evidence {
+        output: "/usr/bin/bash: line 1: /etc/sbx: Permission denied\n",
+        exit_code: Some(1),
+        signal: None,
+        blocked: &[],
+    };
+    assert_eq!(
+        diagnose(&rules, &evidence),
+        vec![Denial::Write {
+            path: PathBuf::from("/etc/sbx")
+        }]
+    );
+}
