@@ -535,7 +535,7 @@ const TEMPLATES: &[&str] = &[
 ];
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if deep() { 4_096 } else { 64 }))]
+    #![proptest_config(ProptestConfig::with_cases(if deep() { 1_024 } else { 64 }))]
 
     /// A denied path inside a writable root, absolute or relative to a working directory
     /// inside it, is never reported, whatever form and noise surround it.
