@@ -385,7 +385,16 @@ async fn bash(
     };
     let on_timeout = input.on_timeout.unwrap_or(OnTimeout::Kill);
     if input.run_in_background.unwrap_or(false) || on_timeout == OnTimeout::Background {
-        return background(options, cx, &input, spec, timeout, workdir, &shell).await;
+        let mut output = background(options, cx, &input, spec, timeout, workdir, &shell).await?;
+        if output.job_id.is_none()
+            && let Some(note) = denial_note(&sandbox_used, &spec_cwd, &output)
+        {
+            output.output.push_str(&format!("\n{note}"));
+        }
+        if let Some(note) = sandbox_note {
+            output.output.push_str(&format!("\n{note}"));
+        }
+        return Ok(output);
     }
     let progress = |tail: &str| {
         cx.set_metadata(json!({"output": tail, "description": input.description}));
