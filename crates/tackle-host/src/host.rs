@@ -180,7 +180,7 @@ impl HostBuilder {
         if let Some(warning) = crate::sandbox::unavailable_warning(&config) {
             warnings.push(warning);
         }
-        tracing::info!(backend = %tackle_sandbox::Support::get().describe(), "sandbox");
+        tracing::info!(kernel = %tackle_sandbox::Support::kernel().describe(), "sandbox");
 
         let output_dir = data_dir.join("tool-output");
         let store = FsOutputStore::new(&output_dir).map_err(HostError::store("output store"))?;

@@ -100,7 +100,7 @@ pub fn summary_json(config: &Config) -> Value {
 /// The warning a host gives at start-up when its default policy cannot be applied here.
 pub(crate) fn unavailable_warning(config: &Config) -> Option<String> {
     let policy = config.sandbox_policy("");
-    let reason = missing(&policy, Support::get())?;
+    let reason = missing(&policy, Support::kernel())?;
     Some(match policy.when_unavailable {
         Unavailable::Run => format!(
             "the sandbox cannot be applied here ({reason}); commands run unsandboxed and every \

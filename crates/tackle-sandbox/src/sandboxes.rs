@@ -29,7 +29,9 @@ pub struct Sandboxes {
     default: Policy,
     agents: HashMap<String, Policy>,
     temp_root: PathBuf,
-    support: Support,
+    /// Probed on first use: the user-namespace probe forks, and a host that runs no command
+    /// need not pay for it.
+    support: std::sync::OnceLock<Support>,
     /// The allow-list proxies started so far, one per list.
     proxies: std::sync::Mutex<HashMap<ListKey, Arc<NetworkProxy>>>,
 }
@@ -54,7 +56,13 @@ impl Sandboxes {
     /// The service for `default` and the agents' own policies; session temp directories go
     /// under `temp_root`.
     pub fn new(default: Policy, agents: HashMap<String, Policy>, temp_root: PathBuf) -> Self {
-        Self::with_support(default, agents, temp_root, Support::get().clone())
+        Self {
+            default,
+            agents,
+            temp_root,
+            support: std::sync::OnceLock::new(),
+            proxies: std::sync::Mutex::default(),
+        }
     }
 
     /// [`Sandboxes::new`] with the platform's support given rather than probed.
@@ -64,13 +72,9 @@ impl Sandboxes {
         temp_root: PathBuf,
         support: Support,
     ) -> Self {
-        Self {
-            default,
-            agents,
-            temp_root,
-            support,
-            proxies: std::sync::Mutex::default(),
-        }
+        let sandboxes = Self::new(default, agents, temp_root);
+        let _ = sandboxes.support.set(support);
+        sandboxes
     }
 
     /// No sandbox for anyone.
@@ -85,7 +89,7 @@ impl Sandboxes {
 
     /// What the platform offers.
     pub fn support(&self) -> &Support {
-        &self.support
+        self.support.get_or_init(|| Support::get().clone())
     }
 
     /// The policy of `agent`.
@@ -132,16 +136,16 @@ impl Sandboxes {
 
     /// Why `policy` cannot be enforced here, if it cannot.
     fn missing(&self, policy: &Policy) -> Option<String> {
-        if !self.support.filesystem() {
+        if !self.support().filesystem() {
             return Some(format!(
                 "this machine has no usable Landlock and seccomp ({})",
-                self.support.notes.join("; ")
+                self.support().notes.join("; ")
             ));
         }
-        if matches!(policy.network, Network::Allow { .. }) && !self.support.tcp_rules() {
+        if matches!(policy.network, Network::Allow { .. }) && !self.support().tcp_rules() {
             return Some(format!(
                 "the network allow-list needs Landlock ABI 4 (Linux 6.7); this kernel has ABI {}",
-                self.support.landlock_abi
+                self.support().landlock_abi
             ));
         }
         None
@@ -214,13 +218,13 @@ impl Sandboxes {
             }
         };
         let ruleset = crate::rules::ruleset(&FsRules {
-            abi: self.support.landlock_abi,
+            abi: self.support().landlock_abi,
             writable: &writable,
             deny_read: &deny_read,
             tcp_connect: tcp_connect.as_deref(),
         })?;
         let filter = sockets.map(crate::rules::filter).transpose()?;
-        let contained = policy.namespaces && self.support.user_namespaces;
+        let contained = policy.namespaces && self.support().user_namespaces;
         let namespaces = contained.then(|| {
             Namespaces::of_current_user(
                 protected

@@ -31,6 +31,18 @@ impl Support {
         })
     }
 
+    /// What the kernel offers without forking a probe: Landlock and seccomp, with user
+    /// namespaces left unknown (false). Cheap enough for every start-up.
+    pub fn kernel() -> &'static Support {
+        static KERNEL: OnceLock<Support> = OnceLock::new();
+        KERNEL.get_or_init(|| {
+            if std::env::var_os(SIMULATE_NONE_ENV).is_some_and(|v| !v.is_empty()) {
+                return Support::none(format!("{SIMULATE_NONE_ENV} is set"));
+            }
+            kernel_probe()
+        })
+    }
+
     /// Nothing available, for the reason given.
     pub fn none(reason: String) -> Support {
         Support {
@@ -73,6 +85,19 @@ impl Support {
 
 #[cfg(target_os = "linux")]
 fn probe() -> Support {
+    let mut support = kernel_probe();
+    match crate::child::probe_namespaces() {
+        Ok(()) => support.user_namespaces = true,
+        Err(error) => support.notes.push(format!(
+            "unprivileged user namespaces are refused ({error}); a call's processes are then \
+             found by an environment marker"
+        )),
+    }
+    support
+}
+
+#[cfg(target_os = "linux")]
+fn kernel_probe() -> Support {
     let mut notes = Vec::new();
     let landlock_abi = crate::child::landlock_abi();
     if landlock_abi == 0 {
@@ -85,25 +110,20 @@ fn probe() -> Support {
     if !seccomp {
         notes.push("seccomp filters cannot be installed".to_owned());
     }
-    let user_namespaces = match crate::child::probe_namespaces() {
-        Ok(()) => true,
-        Err(error) => {
-            notes.push(format!(
-                "unprivileged user namespaces are refused ({error}); a call's processes are then \
-                 found by an environment marker"
-            ));
-            false
-        }
-    };
     Support {
         landlock_abi,
         seccomp,
-        user_namespaces,
+        user_namespaces: false,
         notes,
     }
 }
 
 #[cfg(not(target_os = "linux"))]
 fn probe() -> Support {
+    kernel_probe()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kernel_probe() -> Support {
     Support::none("the sandbox needs Linux (Landlock and seccomp)".to_owned())
 }
