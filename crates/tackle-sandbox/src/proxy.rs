@@ -53,6 +53,7 @@ use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 
+pub use address::is_local_or_private;
 pub use log::{BlockReason, Blocked};
 pub use pattern::{AllowList, PatternError, PatternProblem};
 use server::{Limits, Shared};

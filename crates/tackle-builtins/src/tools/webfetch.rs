@@ -8,7 +8,7 @@
 //! a stream and abandoned at the 5 MiB cap.
 
 use std::collections::HashSet;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::Duration;
 use tackle_core::names::Permission;
@@ -634,51 +634,7 @@ fn looks_like_html(body: &[u8]) -> bool {
 }
 
 /// Whether `ip` is an address on the public internet, rather than loopback, private,
-/// link-local, unique-local, unspecified or otherwise special.
+/// link-local, unique-local, unspecified or otherwise special: the sandbox proxy's rule.
 pub(crate) fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => is_public_v4(v4),
-        IpAddr::V6(v6) => is_public_v6(v6),
-    }
-}
-
-fn is_public_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, ..] = ip.octets();
-    !(ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || a == 0
-        // Carrier-grade NAT, 100.64.0.0/10.
-        || (a == 100 && (64..128).contains(&b))
-        // IETF protocol assignments, 192.0.0.0/24.
-        || (a == 192 && b == 0 && ip.octets()[2] == 0)
-        // Benchmarking, 198.18.0.0/15.
-        || (a == 198 && (b == 18 || b == 19))
-        // Reserved, 240.0.0.0/4.
-        || a >= 240)
-}
-
-fn is_public_v6(ip: Ipv6Addr) -> bool {
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return is_public_v4(v4);
-    }
-    let segments = ip.segments();
-    // NAT64 (64:ff9b::/96) embeds an IPv4 address.
-    if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        let [.., a, b, c, d] = ip.octets();
-        return is_public_v4(Ipv4Addr::new(a, b, c, d));
-    }
-    !(ip.is_loopback()
-        || ip.is_unspecified()
-        || ip.is_multicast()
-        // Unique local, fc00::/7.
-        || (segments[0] & 0xfe00) == 0xfc00
-        // Link-local, fe80::/10, and the deprecated site-local fec0::/10.
-        || (segments[0] & 0xffc0) == 0xfe80
-        || (segments[0] & 0xffc0) == 0xfec0
-        // IPv4-compatible (::a.b.c.d), deprecated.
-        || segments[..6] == [0, 0, 0, 0, 0, 0])
+    !tackle_sandbox::proxy::is_local_or_private(ip)
 }

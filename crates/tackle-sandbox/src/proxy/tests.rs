@@ -150,6 +150,7 @@ fn local_and_private_addresses_are_recognised_in_every_form() {
         "::ffff:127.0.0.1",
         "::ffff:10.0.0.1",
         "::127.0.0.1",
+        "::8.8.8.8",
         "64:ff9b::10.0.0.1",
     ];
     let public = [
