@@ -60,6 +60,12 @@ fn missing(policy: &Policy, support: &Support) -> Option<String> {
 pub fn summary_lines(config: &Config) -> Vec<String> {
     let support = Support::get();
     let mut lines = vec![format!("sandbox backend: {}", support.describe())];
+    lines.extend(
+        support
+            .notes
+            .iter()
+            .map(|note| format!("sandbox note: {note}")),
+    );
     for (who, policy) in policies(config) {
         let mut line = format!("sandbox ({who}): {}", describe(&policy));
         if let Some(reason) = missing(&policy, support) {
@@ -87,6 +93,7 @@ pub fn summary_json(config: &Config) -> Value {
         "landlockAbi": support.landlock_abi,
         "seccomp": support.seccomp,
         "userNamespaces": support.user_namespaces,
+        "readOnlyBinds": support.read_only_binds,
         "notes": support.notes,
         "policies": policies(config).iter().map(|(who, policy)| json!({
             "for": who,

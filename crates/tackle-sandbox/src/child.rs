@@ -339,11 +339,12 @@ pub(crate) fn seccomp_available() -> bool {
     unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 }
 }
 
-/// Whether a child can make the namespaces: forks one that tries and exits.
-pub(crate) fn probe_namespaces() -> io::Result<()> {
+/// Whether a child can make the namespaces, and bind `read_only` read-only in them: forks one
+/// that tries and exits.
+pub(crate) fn probe_namespaces(read_only: Vec<(CString, libc::c_ulong)>) -> io::Result<()> {
     use std::os::unix::process::CommandExt as _;
     let plan = ChildPlan {
-        namespaces: Some(Namespaces::of_current_user(Vec::new())),
+        namespaces: Some(Namespaces::of_current_user(read_only)),
         ..ChildPlan::default()
     };
     let mut command = std::process::Command::new("/bin/true");

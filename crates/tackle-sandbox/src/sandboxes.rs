@@ -229,6 +229,7 @@ impl Sandboxes {
             Namespaces::of_current_user(
                 protected
                     .iter()
+                    .filter(|_| self.support().read_only_binds)
                     .filter(|p| p.exists())
                     .filter_map(|p| read_only_bind(p))
                     .collect(),
@@ -355,7 +356,7 @@ fn git_dirs(root: &Path) -> Vec<PathBuf> {
 /// The C path and the mount flags a read-only bind of `path` must keep (a user namespace may
 /// not drop the flags of the mount it copies).
 #[cfg(target_os = "linux")]
-fn read_only_bind(path: &Path) -> Option<(CString, libc::c_ulong)> {
+pub(crate) fn read_only_bind(path: &Path) -> Option<(CString, libc::c_ulong)> {
     use std::os::unix::ffi::OsStrExt as _;
     let c_path = CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: statvfs fills the zeroed struct from a valid C string.

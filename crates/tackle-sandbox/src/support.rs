@@ -12,6 +12,8 @@ pub struct Support {
     pub seccomp: bool,
     /// Whether an unprivileged process can create user, PID and mount namespaces.
     pub user_namespaces: bool,
+    /// Whether paths can be bound read-only in those namespaces (protecting `.git/hooks`).
+    pub read_only_binds: bool,
     /// Why a feature is missing, for `tackle config check`.
     pub notes: Vec<String>,
 }
@@ -49,6 +51,7 @@ impl Support {
             landlock_abi: 0,
             seccomp: false,
             user_namespaces: false,
+            read_only_binds: false,
             notes: vec![reason],
         }
     }
@@ -86,12 +89,34 @@ impl Support {
 #[cfg(target_os = "linux")]
 fn probe() -> Support {
     let mut support = kernel_probe();
-    match crate::child::probe_namespaces() {
-        Ok(()) => support.user_namespaces = true,
-        Err(error) => support.notes.push(format!(
-            "unprivileged user namespaces are refused ({error}); a call's processes are then \
-             found by an environment marker"
-        )),
+    // A directory of our own, bound read-only onto itself in the probe's namespace.
+    let dir = std::env::temp_dir().join(format!("tackle-probe-{}", std::process::id()));
+    let bind = std::fs::create_dir_all(&dir)
+        .ok()
+        .and_then(|()| crate::sandboxes::read_only_bind(&dir));
+    let with_binds = match bind {
+        Some(bind) => crate::child::probe_namespaces(vec![bind]),
+        None => Err(std::io::Error::other("no directory to bind")),
+    };
+    let _ = std::fs::remove_dir(&dir);
+    match with_binds {
+        Ok(()) => {
+            support.user_namespaces = true;
+            support.read_only_binds = true;
+        }
+        Err(bind_error) => match crate::child::probe_namespaces(Vec::new()) {
+            Ok(()) => {
+                support.user_namespaces = true;
+                support.notes.push(format!(
+                    "read-only binds are refused ({bind_error}); `.git/hooks`, `.git/config` \
+                     and `.tackle/` stay writable"
+                ));
+            }
+            Err(error) => support.notes.push(format!(
+                "unprivileged user namespaces are refused ({error}); a call's processes are \
+                 then found by an environment marker"
+            )),
+        },
     }
     support
 }
@@ -114,6 +139,7 @@ fn kernel_probe() -> Support {
         landlock_abi,
         seccomp,
         user_namespaces: false,
+        read_only_binds: false,
         notes,
     }
 }
