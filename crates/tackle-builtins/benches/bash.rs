@@ -7,13 +7,25 @@
 //! the tool with sh itself. `bash_tool/true_no_pdeathsig` shows the cost of the Linux
 //! parent-death signal, which makes the spawn a `fork`. `bash_tool/1GiB` pipes 1 GiB of zeros through the tool's capture (memory, spool file
 //! up to its 512 MiB cap, counting); the target is at least 500 MB/s.
+//!
+//! The sandbox's cost per call: `bash_tool/echo_unsandboxed`, `bash_tool/echo_sandboxed` (the
+//! default policy: Landlock, seccomp and user/PID/mount namespaces) and
+//! `bash_tool/echo_landlock_seccomp` (the same without namespaces) run `echo hi` in the same run
+//! (`cargo bench -p tackle-builtins --bench bash -- echo_`); the target is a ratio of at most
+//! 1.2 for Landlock + seccomp over unsandboxed. `sandbox/prepare` is the part of that cost paid
+//! in tackle before the spawn.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tackle_builtins::tools::bash::{BashOptions, tool_with_options};
 use tackle_builtins::{LocationFs, ToolEnv, shell_tools};
-use tackle_core::{AnyTool, CallIdentity, CancellationToken, Context, InvocationOutcome};
+use tackle_core::{
+    AnyTool, CallIdentity, CancellationToken, Context, InvocationOutcome, ToolOutput,
+};
+use tackle_sandbox::{Policy, Request, Sandboxes, Support};
 
 fn context() -> Context {
     Context::new(
@@ -27,15 +39,38 @@ fn bash_tool(dir: &std::path::Path) -> AnyTool {
     shell_tools(&env).remove(0).1
 }
 
+/// The bash tool in `dir` under `policy` (session temp directories under `temp_root`), or
+/// without a sandbox.
+fn sandboxed_bash_tool(
+    dir: &std::path::Path,
+    temp_root: &std::path::Path,
+    policy: Option<Policy>,
+) -> AnyTool {
+    let env = ToolEnv::new(LocationFs::new(dir).expect("location"));
+    let env = match policy {
+        Some(policy) => env.with_sandboxes(Arc::new(Sandboxes::new(
+            policy,
+            HashMap::new(),
+            temp_root.to_path_buf(),
+        ))),
+        None => env,
+    };
+    shell_tools(&env).remove(0).1
+}
+
 /// Runs the tool once and removes the spool file it left, if any.
 async fn invoke(tool: &AnyTool, command: &str) {
+    let output = completed(tool, command).await;
+    if let Some(path) = output.structured["spoolPath"].as_str() {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// The tool's output for `command`, which must complete.
+async fn completed(tool: &AnyTool, command: &str) -> ToolOutput {
     let args = serde_json::json!({ "command": command }).to_string();
     match tool.invoke(args.into(), context()).await.outcome {
-        InvocationOutcome::Completed(output) => {
-            if let Some(path) = output.structured["spoolPath"].as_str() {
-                let _ = std::fs::remove_file(path);
-            }
-        }
+        InvocationOutcome::Completed(output) => output,
         other => panic!("unexpected outcome {other:?}"),
     }
 }
@@ -83,6 +118,65 @@ fn benches(c: &mut Criterion) {
                 .output()
                 .await
                 .expect("spawn")
+        });
+    });
+
+    // One group, so the three run back to back in the same process.
+    let temp_root = tempfile::tempdir().expect("tempdir");
+    if !Support::get().filesystem() {
+        eprintln!(
+            "no sandbox here ({}): the sandboxed cases measure the unsandboxed fallback",
+            Support::get().describe()
+        );
+    }
+    let cases = [
+        ("echo_unsandboxed", None),
+        ("echo_sandboxed", Some(Policy::default())),
+        (
+            "echo_landlock_seccomp",
+            Some(Policy {
+                namespaces: false,
+                ..Policy::default()
+            }),
+        ),
+    ];
+    let mut group = c.benchmark_group("bash_tool");
+    for (name, policy) in cases {
+        let contained = policy.as_ref().is_some_and(|p| p.namespaces);
+        let sandboxed = policy.is_some() && Support::get().filesystem();
+        let tool = sandboxed_bash_tool(dir.path(), temp_root.path(), policy);
+        // Measure what the name says: the sandbox is applied, with namespaces or without.
+        let output = runtime.block_on(completed(&tool, "echo \"mode=$TACKLE_SANDBOX pid=$$\""));
+        let seen = output.structured["output"].as_str().unwrap_or_default();
+        assert_eq!(
+            seen.contains("mode=workspace-write"),
+            sandboxed,
+            "{name}: {seen}"
+        );
+        let in_namespace = contained && sandboxed && Support::get().user_namespaces;
+        assert_eq!(
+            seen.lines().any(|l| l.ends_with(" pid=2")),
+            in_namespace,
+            "{name}: {seen}"
+        );
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter(|| invoke(&tool, "echo hi"));
+        });
+    }
+    group.finish();
+    // Where the cost goes: resolving the policy for one call (the Landlock ruleset built, the
+    // session's temp directory checked), which every sandboxed call pays before it spawns.
+    let sandboxes = Sandboxes::new(Policy::default(), HashMap::new(), temp_root.path().into());
+    c.bench_function("sandbox/prepare", |b| {
+        b.iter(|| {
+            sandboxes
+                .prepare(&Request {
+                    agent: "build",
+                    session: "session-1",
+                    root: dir.path(),
+                    unsandboxed: false,
+                })
+                .expect("prepared")
         });
     });
 

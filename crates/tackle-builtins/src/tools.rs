@@ -280,7 +280,6 @@ impl ToolEnv {
         &self,
         cx: &tackle_core::Context,
         unsandboxed: bool,
-        approved: &[std::path::PathBuf],
     ) -> Result<tackle_sandbox::Prepared, ToolFailure> {
         let Some(sandboxes) = &self.sandboxes else {
             return Ok(tackle_sandbox::Prepared::unsandboxed(
@@ -294,7 +293,6 @@ impl ToolEnv {
                 session: identity.session.as_str(),
                 root: self.fs.root(),
                 unsandboxed,
-                approved,
             })
             .map_err(|error| {
                 ToolFailure::new(format!("{error}, so nothing was run."))

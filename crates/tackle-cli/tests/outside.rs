@@ -48,7 +48,11 @@ impl Sandbox {
 
     /// `tackle call bash` with `command`, stdin empty, and the user's configuration.
     fn bash(&self, command: &str, yes: bool) -> std::process::Output {
-        let args = serde_json::json!({ "command": command }).to_string();
+        self.bash_with(serde_json::json!({ "command": command }), yes)
+    }
+
+    fn bash_with(&self, args: serde_json::Value, yes: bool) -> std::process::Output {
+        let args = args.to_string();
         let mut tackle = Command::cargo_bin("tackle").unwrap();
         tackle
             .arg("--root")
@@ -104,9 +108,20 @@ fn bash_writes_outside_ask_external_directory_and_are_refused_without_yes() {
             "{command} wrote outside without a question"
         );
     }
-    // The same command runs once approved: the refusal was the question, not a broken command.
+    // Approved, it runs, and the sandbox refuses the write (the question and the sandbox are
+    // separate guards); allowed to run without the sandbox, it writes: the command was sound.
     let command = format!("/bin/cp a.txt {out}/w2");
     let output = sandbox.bash(&command, true);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("sandbox refused") || !tackle_sandbox::Support::get().filesystem(),
+        "{}",
+        stdout(&output)
+    );
+    let output = sandbox.bash_with(
+        serde_json::json!({ "command": command, "sandbox": "off" }),
+        true,
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
     assert!(sandbox.outside().join("w2").exists());
 }

@@ -45,8 +45,20 @@ pub(crate) struct Namespaces {
     pub(crate) uid_map: Vec<u8>,
     /// `/proc/self/gid_map`'s content.
     pub(crate) gid_map: Vec<u8>,
-    /// Paths bound read-only onto themselves, with the mount flags they must keep.
-    pub(crate) read_only: Vec<(CString, libc::c_ulong)>,
+    /// Paths bound onto themselves, in order: each becomes a mount point, which cannot be
+    /// renamed or removed; read-only ones cannot be written either.
+    pub(crate) binds: Vec<Bind>,
+}
+
+/// A path bound onto itself in the new mount namespace.
+#[derive(Debug)]
+pub(crate) struct Bind {
+    /// The path.
+    pub(crate) path: CString,
+    /// The mount flags a remount must keep (a user namespace may not drop them).
+    pub(crate) keep: libc::c_ulong,
+    /// Whether it is remounted read-only.
+    pub(crate) read_only: bool,
 }
 
 impl std::fmt::Debug for ChildPlan {
@@ -113,7 +125,7 @@ unsafe fn enter_namespaces(namespaces: &Namespaces) -> io::Result<()> {
             }
         }
         let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWPID;
-        if !namespaces.read_only.is_empty() {
+        if !namespaces.binds.is_empty() {
             flags |= libc::CLONE_NEWNS;
         }
         if libc::unshare(flags) != 0 {
@@ -122,7 +134,7 @@ unsafe fn enter_namespaces(namespaces: &Namespaces) -> io::Result<()> {
         write_file(c"/proc/self/setgroups", b"deny")?;
         write_file(c"/proc/self/uid_map", &namespaces.uid_map)?;
         write_file(c"/proc/self/gid_map", &namespaces.gid_map)?;
-        if !namespaces.read_only.is_empty() {
+        if !namespaces.binds.is_empty() {
             let none = std::ptr::null::<libc::c_char>();
             if libc::mount(
                 none,
@@ -134,10 +146,11 @@ unsafe fn enter_namespaces(namespaces: &Namespaces) -> io::Result<()> {
             {
                 return Err(io::Error::last_os_error());
             }
-            for (path, keep) in &namespaces.read_only {
+            for bind in &namespaces.binds {
+                let path = bind.path.as_ptr();
                 if libc::mount(
-                    path.as_ptr(),
-                    path.as_ptr(),
+                    path,
+                    path,
                     none,
                     libc::MS_BIND | libc::MS_REC,
                     std::ptr::null(),
@@ -145,13 +158,14 @@ unsafe fn enter_namespaces(namespaces: &Namespaces) -> io::Result<()> {
                 {
                     return Err(io::Error::last_os_error());
                 }
-                if libc::mount(
-                    none,
-                    path.as_ptr(),
-                    none,
-                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | keep,
-                    std::ptr::null(),
-                ) != 0
+                if bind.read_only
+                    && libc::mount(
+                        none,
+                        path,
+                        none,
+                        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | bind.keep,
+                        std::ptr::null(),
+                    ) != 0
                 {
                     return Err(io::Error::last_os_error());
                 }
@@ -339,12 +353,11 @@ pub(crate) fn seccomp_available() -> bool {
     unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 }
 }
 
-/// Whether a child can make the namespaces, and bind `read_only` read-only in them: forks one
-/// that tries and exits.
-pub(crate) fn probe_namespaces(read_only: Vec<(CString, libc::c_ulong)>) -> io::Result<()> {
+/// Whether a child can make the namespaces and `binds` in them: forks one that tries and exits.
+pub(crate) fn probe_namespaces(binds: Vec<Bind>) -> io::Result<()> {
     use std::os::unix::process::CommandExt as _;
     let plan = ChildPlan {
-        namespaces: Some(Namespaces::of_current_user(read_only)),
+        namespaces: Some(Namespaces::of_current_user(binds)),
         ..ChildPlan::default()
     };
     let mut command = std::process::Command::new("/bin/true");
@@ -368,14 +381,14 @@ pub(crate) fn probe_namespaces(read_only: Vec<(CString, libc::c_ulong)>) -> io::
 }
 
 impl Namespaces {
-    /// Namespaces mapping this user and group to themselves, with `read_only` binds.
-    pub(crate) fn of_current_user(read_only: Vec<(CString, libc::c_ulong)>) -> Self {
+    /// Namespaces mapping this user and group to themselves, with `binds`.
+    pub(crate) fn of_current_user(binds: Vec<Bind>) -> Self {
         // SAFETY: getuid and getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         Self {
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-            read_only,
+            binds,
         }
     }
 }

@@ -61,6 +61,9 @@ const SIGSYS: i32 = 31;
 pub struct Rules<'a> {
     /// Roots where writes are allowed (absolute, canonical).
     pub writable: &'a [PathBuf],
+    /// Places inside the writable roots that are read-only (`.git/hooks`, `.git/config`,
+    /// `.tackle/`): a denied write there is the sandbox's too.
+    pub read_only: &'a [PathBuf],
     pub network: NetworkRule,
     /// The command's working directory, to resolve relative paths seen in the output.
     pub cwd: &'a Path,
@@ -90,7 +93,7 @@ pub struct Evidence<'a> {
 /// One thing the sandbox denied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Denial {
-    /// A write to a path outside every writable root.
+    /// A write to a path outside every writable root, or inside a read-only one.
     Write { path: PathBuf },
     /// A connection, to the host and port when the evidence names them.
     Network {
@@ -394,11 +397,13 @@ impl<'l> Reader<'_, 'l> {
             }
             self.resolved += 1;
             let path = real_path(&lexical_path(self.rules.cwd, candidate));
-            if !self
-                .rules
-                .writable
-                .iter()
-                .any(|root| path.starts_with(root))
+            let protected = self.rules.read_only.iter().any(|p| path.starts_with(p));
+            if protected
+                || !self
+                    .rules
+                    .writable
+                    .iter()
+                    .any(|root| path.starts_with(root))
             {
                 found.push(Denial::Write { path });
             }

@@ -47,9 +47,6 @@ pub struct Request<'a> {
     pub root: &'a Path,
     /// True when a person allowed this call to run without the sandbox.
     pub unsandboxed: bool,
-    /// Directories outside the Location a person allowed this call to use
-    /// (`external_directory`): writable for it under `workspace-write`.
-    pub approved: &'a [PathBuf],
 }
 
 impl Sandboxes {
@@ -167,18 +164,26 @@ impl Sandboxes {
             .canonicalize()
             .unwrap_or_else(|_| request.root.to_path_buf());
         let mut writable = vec![temp.clone()];
-        let mut protected = Vec::new();
+        // Bound onto themselves in order: `.git` (writable, but a mount point cannot be moved
+        // aside and replaced), then what git runs or obeys, read-only.
+        let mut binds: Vec<(PathBuf, bool)> = Vec::new();
         if policy.mode == Mode::WorkspaceWrite {
             writable.push(root.clone());
-            let git = git_dirs(&root);
-            writable.extend(git.iter().cloned());
-            for dir in std::iter::once(root.join(".git")).chain(git) {
-                protected.push(dir.join("hooks"));
-                protected.push(dir.join("config"));
+            let dot_git = root.join(".git");
+            let linked = git_dirs(&root);
+            if dot_git.is_dir() {
+                binds.push((dot_git.clone(), false));
+            } else if dot_git.is_file() {
+                // A linked worktree's pointer to its git directory.
+                binds.push((dot_git.clone(), true));
             }
-            protected.push(root.join(".tackle"));
+            writable.extend(linked.iter().cloned());
+            for dir in std::iter::once(dot_git).chain(linked) {
+                binds.push((dir.join("hooks"), true));
+                binds.push((dir.join("config"), true));
+            }
+            binds.push((root.join(".tackle"), true));
             writable.extend(policy.writable_roots.iter().map(|p| resolve(p)));
-            writable.extend(request.approved.iter().cloned());
             for cache in &policy.caches {
                 let path = resolve(cache);
                 let create = CREATED_IF_MISSING
@@ -227,11 +232,11 @@ impl Sandboxes {
         let contained = policy.namespaces && self.support().user_namespaces;
         let namespaces = contained.then(|| {
             Namespaces::of_current_user(
-                protected
+                binds
                     .iter()
                     .filter(|_| self.support().read_only_binds)
-                    .filter(|p| p.exists())
-                    .filter_map(|p| read_only_bind(p))
+                    .filter(|(path, _)| path.exists())
+                    .filter_map(|(path, read_only)| bind(path, *read_only))
                     .collect(),
             )
         });
@@ -249,6 +254,11 @@ impl Sandboxes {
                 contained,
             },
             writable,
+            read_only: binds
+                .iter()
+                .filter(|(path, read_only)| *read_only && path.exists())
+                .filter_map(|(path, _)| path.canonicalize().ok())
+                .collect(),
             proxy: proxy_mark,
         })
     }
@@ -319,7 +329,6 @@ impl Confine {
             session: &self.session,
             root: &self.root,
             unsandboxed: false,
-            approved: &[],
         })?;
         prepared.apply(command);
         Ok(prepared)
@@ -353,10 +362,10 @@ fn git_dirs(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The C path and the mount flags a read-only bind of `path` must keep (a user namespace may
-/// not drop the flags of the mount it copies).
+/// The bind of `path` onto itself, with the mount flags a read-only remount must keep (a user
+/// namespace may not drop the flags of the mount it copies).
 #[cfg(target_os = "linux")]
-pub(crate) fn read_only_bind(path: &Path) -> Option<(CString, libc::c_ulong)> {
+pub(crate) fn bind(path: &Path, read_only: bool) -> Option<crate::child::Bind> {
     use std::os::unix::ffi::OsStrExt as _;
     let c_path = CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: statvfs fills the zeroed struct from a valid C string.
@@ -380,7 +389,11 @@ pub(crate) fn read_only_bind(path: &Path) -> Option<(CString, libc::c_ulong)> {
         .iter()
         .filter(|(st, _)| flags & st != 0)
         .fold(0, |acc, (_, ms)| acc | ms);
-    Some((c_path, keep))
+    Some(crate::child::Bind {
+        path: c_path,
+        keep,
+        read_only,
+    })
 }
 
 /// How a call's commands run.
@@ -417,6 +430,7 @@ pub struct Prepared {
     plan: Option<Arc<()>>,
     status: Status,
     writable: Vec<PathBuf>,
+    read_only: Vec<PathBuf>,
     /// The allow-list proxy and its log position when the call's sandbox was prepared.
     proxy: Option<(u64, Arc<NetworkProxy>)>,
 }
@@ -429,6 +443,7 @@ impl Prepared {
             plan: None,
             status,
             writable: Vec::new(),
+            read_only: Vec::new(),
             proxy: None,
         }
     }
@@ -458,6 +473,11 @@ impl Prepared {
     /// The places the commands may write (canonical), empty without a sandbox.
     pub fn writable(&self) -> &[PathBuf] {
         &self.writable
+    }
+
+    /// The places inside the writable ones that are read-only (canonical).
+    pub fn read_only(&self) -> &[PathBuf] {
+        &self.read_only
     }
 
     /// Whether every process a command starts ends with it (its own PID namespace).

@@ -93,7 +93,7 @@ fn probe() -> Support {
     let dir = std::env::temp_dir().join(format!("tackle-probe-{}", std::process::id()));
     let bind = std::fs::create_dir_all(&dir)
         .ok()
-        .and_then(|()| crate::sandboxes::read_only_bind(&dir));
+        .and_then(|()| crate::sandboxes::bind(&dir, true));
     let with_binds = match bind {
         Some(bind) => crate::child::probe_namespaces(vec![bind]),
         None => Err(std::io::Error::other("no directory to bind")),

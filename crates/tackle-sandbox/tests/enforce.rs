@@ -43,7 +43,6 @@ fn prepared(f: &Fixture, policy: Policy) -> Prepared {
             session: "s1",
             root: &f.root,
             unsandboxed: false,
-            approved: &[],
         })
         .unwrap()
 }
@@ -266,7 +265,6 @@ fn an_allow_list_passes_listed_hosts_through_the_proxy_and_nothing_else() {
         session: "s1",
         root: &f.root,
         unsandboxed: false,
-        approved: &[],
     };
     let p = sandboxes.prepare(&request).unwrap();
     let curl = |port: u16| {

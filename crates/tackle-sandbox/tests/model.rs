@@ -67,7 +67,6 @@ fn fixture() -> Fixture {
             session: "model",
             root: &root,
             unsandboxed: false,
-            approved: &[],
         })
         .unwrap();
     let temp = sandboxes.session_temp("model").unwrap();

@@ -354,13 +354,7 @@ async fn bash(
         }));
         env.gate.ask(cx, ask).await?;
     }
-    // The directories outside a person allowed above are writable for this command.
-    let approved: Vec<PathBuf> = outside
-        .iter()
-        .map(|pattern| PathBuf::from(pattern.trim_end_matches("/*")))
-        .filter(|dir| dir.is_absolute())
-        .collect();
-    let sandbox = env.sandbox(cx, unsandboxed, &approved)?;
+    let sandbox = env.sandbox(cx, unsandboxed)?;
     let sandbox_note = sandbox.footer();
     let sandbox_used = sandbox.clone();
 
@@ -547,6 +541,7 @@ fn denial_note(
     let blocked = sandbox.blocked();
     let rules = Rules {
         writable: sandbox.writable(),
+        read_only: sandbox.read_only(),
         network: match *network {
             "off" => NetworkRule::Off,
             "allow-list" => NetworkRule::AllowList,
@@ -584,10 +579,18 @@ fn denial_note(
             Denial::Syscall => "a system call the sandbox forbids".to_owned(),
         })
         .collect();
+    let writes = if found.iter().any(|d| matches!(d, Denial::Write { .. })) {
+        match mode {
+            tackle_sandbox::Mode::ReadOnly => " Writes are allowed only in $TMPDIR.",
+            _ => " Writes are allowed in the working directory, $TMPDIR and the tool caches.",
+        }
+    } else {
+        ""
+    };
     Some(format!(
-        "sandbox: the {} sandbox refused {}. Writes are allowed in the working directory, \
-         $TMPDIR and the tool caches. If the task needs this, call bash again with sandbox: \
-         \"off\" (a person decides), or ask the user to allow it in the `sandbox` configuration.",
+        "sandbox: the {} sandbox refused {}.{writes} If the task needs this, call bash again \
+         with sandbox: \"off\" (a person decides), or ask the user to allow it in the `sandbox` \
+         configuration.",
         mode.as_str(),
         what.join(", ")
     ))

@@ -469,7 +469,7 @@ impl Custom {
                 head: defaults.head_bytes,
                 spool: defaults.spool_place(cx.session().as_str()),
             },
-            sandbox: self.env.sandbox(cx, false, &[])?,
+            sandbox: self.env.sandbox(cx, false)?,
         };
         let mut payload = serde_json::to_vec(&input).map_err(super::failure)?;
         payload.push(b'\n');

@@ -99,7 +99,6 @@ impl CommandHookRunner {
                     session: identity.session.as_str(),
                     root: &self.root,
                     unsandboxed: false,
-                    approved: &[],
                 })
                 .map_err(|e| format!("it could not be started: {e}"))?;
             sandbox.apply(command.as_std_mut());

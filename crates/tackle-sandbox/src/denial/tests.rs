@@ -36,6 +36,7 @@ fn read(ws: &Workspace, network: NetworkRule, output: &str, exit_code: i32) -> V
     let writable = [ws.root.clone()];
     let rules = Rules {
         writable: &writable,
+        read_only: &[],
         network,
         cwd: &ws.root,
     };
@@ -398,6 +399,7 @@ fn the_proxy_s_refusals_are_reported_exactly_even_when_the_command_succeeded() {
     let writable = [ws.root.clone()];
     let rules = Rules {
         writable: &writable,
+        read_only: &[],
         network: NetworkRule::AllowList,
         cwd: &ws.root,
     };
@@ -433,6 +435,7 @@ fn sigsys_or_exit_159_is_a_forbidden_system_call() {
     let writable = [ws.root.clone()];
     let rules = Rules {
         writable: &writable,
+        read_only: &[],
         network: NetworkRule::On,
         cwd: &ws.root,
     };
@@ -556,7 +559,7 @@ proptest! {
         output.push('\n');
         output.push_str(&template.replace("{}", &shown));
         let writable = [ws.root.clone()];
-        let rules = Rules { writable: &writable, network, cwd: &cwd };
+        let rules = Rules { writable: &writable, read_only: &[], network, cwd: &cwd };
         let evidence = Evidence { output: &output, exit_code: Some(exit_code), signal: None, blocked: &[] };
         let writes: Vec<Denial> = diagnose(&rules, &evidence)
             .into_iter()
@@ -589,6 +592,7 @@ fn a_shell_named_by_its_path_is_not_reported_as_the_denied_write() {
     let root = PathBuf::from("/work");
     let rules = Rules {
         writable: std::slice::from_ref(&root),
+        read_only: &[],
         network: NetworkRule::On,
         cwd: &root,
     };
@@ -602,6 +606,30 @@ fn a_shell_named_by_its_path_is_not_reported_as_the_denied_write() {
         diagnose(&rules, &evidence),
         vec![Denial::Write {
             path: PathBuf::from("/etc/sbx")
+        }]
+    );
+}
+
+#[test]
+fn a_denied_write_under_a_read_only_place_inside_the_root_is_the_sandbox() {
+    let root = PathBuf::from("/work");
+    let hooks = PathBuf::from("/work/.git/hooks");
+    let rules = Rules {
+        writable: std::slice::from_ref(&root),
+        read_only: std::slice::from_ref(&hooks),
+        network: NetworkRule::On,
+        cwd: &root,
+    };
+    let evidence = Evidence {
+        output: "sh: 1: cannot create .git/hooks/pre-commit: Read-only file system\n",
+        exit_code: Some(2),
+        signal: None,
+        blocked: &[],
+    };
+    assert_eq!(
+        diagnose(&rules, &evidence),
+        vec![Denial::Write {
+            path: PathBuf::from("/work/.git/hooks/pre-commit")
         }]
     );
 }

@@ -142,6 +142,7 @@ fn denials_made_by_a_real_landlock_ruleset_are_read_back_with_their_path_or_host
     let writable = [ws.root.clone()];
     let rules = Rules {
         writable: &writable,
+        read_only: &[],
         network: NetworkRule::Off,
         cwd: &ws.root,
     };
