@@ -10,10 +10,16 @@
 //!
 //! The sandbox's cost per call: `bash_tool/echo_unsandboxed`, `bash_tool/echo_sandboxed` (the
 //! default policy: Landlock, seccomp and user/PID/mount namespaces) and
-//! `bash_tool/echo_landlock_seccomp` (the same without namespaces) run `echo hi` in the same run
+//! `bash_tool/echo_landlock_seccomp` (the same without namespaces; the network is on, so no
+//! seccomp filter is installed) and `bash_tool/echo_landlock_seccomp_network_off` (with the
+//! filter) run `echo hi` in the same run
 //! (`cargo bench -p tackle-builtins --bench bash -- echo_`); the target is a ratio of at most
 //! 1.2 for Landlock + seccomp over unsandboxed. `sandbox/prepare` is the part of that cost paid
-//! in tackle before the spawn.
+//! in tackle before the spawn (kept per call context while its files stay the same). On a
+//! noisy machine, compare the cases run in turn, one at a time, several rounds:
+//! `BENCH=$(ls -t target/release/deps/bash-* | grep -v '\.d$' | head -1); for r in 1 2 3; do for
+//! c in echo_unsandboxed echo_landlock_seccomp echo_sandboxed; do $BENCH --bench --exact
+//! bash_tool/$c --warm-up-time 1 --measurement-time 3; done; done`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -129,9 +135,10 @@ fn benches(c: &mut Criterion) {
             Support::get().describe()
         );
     }
+    // The namespaced case last: the kernel tears its namespaces down after the call, which
+    // would slow a case measured after it.
     let cases = [
         ("echo_unsandboxed", None),
-        ("echo_sandboxed", Some(Policy::default())),
         (
             "echo_landlock_seccomp",
             Some(Policy {
@@ -139,6 +146,15 @@ fn benches(c: &mut Criterion) {
                 ..Policy::default()
             }),
         ),
+        (
+            "echo_landlock_seccomp_network_off",
+            Some(Policy {
+                namespaces: false,
+                network: tackle_sandbox::Network::Off,
+                ..Policy::default()
+            }),
+        ),
+        ("echo_sandboxed", Some(Policy::default())),
     ];
     let mut group = c.benchmark_group("bash_tool");
     for (name, policy) in cases {

@@ -165,6 +165,21 @@ pub(crate) enum Sockets {
 /// The seccomp filter that refuses (with EPERM) what `sockets` excludes, and io_uring, which
 /// would reach the network past it.
 pub(crate) fn filter(sockets: Sockets) -> Result<seccompiler::BpfProgram, SandboxError> {
+    static UNIX_ONLY: std::sync::OnceLock<seccompiler::BpfProgram> = std::sync::OnceLock::new();
+    static UNIX_AND_TCP: std::sync::OnceLock<seccompiler::BpfProgram> = std::sync::OnceLock::new();
+    let slot = match sockets {
+        Sockets::UnixOnly => &UNIX_ONLY,
+        Sockets::UnixAndTcp => &UNIX_AND_TCP,
+    };
+    if let Some(program) = slot.get() {
+        return Ok(program.clone());
+    }
+    let program = compile(sockets)?;
+    Ok(slot.get_or_init(|| program).clone())
+}
+
+/// Compiles the filter of `sockets`.
+fn compile(sockets: Sockets) -> Result<seccompiler::BpfProgram, SandboxError> {
     let fail = |error: seccompiler::BackendError| SandboxError::Seccomp(error.to_string());
     let arg = |index, op, value| {
         SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value).map_err(fail)

@@ -23,6 +23,27 @@ const CREATED_IF_MISSING: [&str; 4] = [
 /// An allow-list and its deny-list, naming one proxy.
 type ListKey = (Vec<String>, Vec<String>);
 
+/// A call context whose sandbox is kept: agent, session, Location root.
+type CacheKey = (String, String, PathBuf);
+
+/// A file's identity and type: a rule made for one file does not hold for its replacement.
+type FileId = (u64, u64, u32);
+
+/// How many prepared sandboxes are kept; the cache starts over past it.
+const MAX_CACHED: usize = 64;
+
+/// The identity of each path (or `None` where nothing is).
+fn fingerprint<'p>(paths: impl Iterator<Item = &'p PathBuf>) -> Vec<Option<FileId>> {
+    use std::os::unix::fs::MetadataExt as _;
+    paths
+        .map(|path| {
+            std::fs::metadata(path)
+                .ok()
+                .map(|m| (m.dev(), m.ino(), m.mode() & libc::S_IFMT))
+        })
+        .collect()
+}
+
 /// Every agent's sandbox policy, and the per-session temp directories.
 #[derive(Debug)]
 pub struct Sandboxes {
@@ -34,6 +55,8 @@ pub struct Sandboxes {
     support: std::sync::OnceLock<Support>,
     /// The allow-list proxies started so far, one per list.
     proxies: std::sync::Mutex<HashMap<ListKey, Arc<NetworkProxy>>>,
+    /// Sandboxes prepared before, with the identities of the files they were built on.
+    prepared: std::sync::Mutex<HashMap<CacheKey, (Vec<Option<FileId>>, Prepared)>>,
 }
 
 /// One call's request for a sandbox.
@@ -59,6 +82,7 @@ impl Sandboxes {
             temp_root,
             support: std::sync::OnceLock::new(),
             proxies: std::sync::Mutex::default(),
+            prepared: std::sync::Mutex::default(),
         }
     }
 
@@ -96,15 +120,22 @@ impl Sandboxes {
 
     /// The session's temp directory (exported as `TMPDIR`), created when missing.
     pub fn session_temp(&self, session: &str) -> std::io::Result<PathBuf> {
+        self.session_dir(session)?.canonicalize()
+    }
+
+    /// [`Sandboxes::session_temp`], not canonicalized.
+    fn session_dir(&self, session: &str) -> std::io::Result<PathBuf> {
         let hash = session_hash(session);
         let dir = self.temp_root.join(format!("s-{hash}"));
-        std::fs::create_dir_all(&dir)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            std::fs::set_permissions(&self.temp_root, std::fs::Permissions::from_mode(0o700))?;
+        if !dir.is_dir() {
+            std::fs::create_dir_all(&dir)?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::set_permissions(&self.temp_root, std::fs::Permissions::from_mode(0o700))?;
+            }
         }
-        dir.canonicalize()
+        Ok(dir)
     }
 
     /// Removes the session's temp directory.
@@ -154,15 +185,12 @@ impl Sandboxes {
         use crate::rules::{FsRules, Sockets};
 
         let temp = self
-            .session_temp(request.session)
+            .session_dir(request.session)
             .map_err(|e| SandboxError::TempDir(e.to_string()))?;
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let cargo_home = std::env::var_os("CARGO_HOME").map(PathBuf::from);
         let resolve = |p: &Path| expand(p, home.as_deref(), cargo_home.as_deref(), request.root);
-        let root = request
-            .root
-            .canonicalize()
-            .unwrap_or_else(|_| request.root.to_path_buf());
+        let root = request.root.to_path_buf();
         let mut writable = vec![temp.clone()];
         // Bound onto themselves in order: `.git` (writable, but a mount point cannot be moved
         // aside and replaced), then what git runs or obeys, read-only.
@@ -195,11 +223,29 @@ impl Sandboxes {
                 writable.push(path);
             }
         }
+        let deny_read: Vec<PathBuf> = policy.deny_read.iter().map(|p| resolve(p)).collect();
+        // The same call context over the same files gives the same sandbox: reuse it.
+        let key = (
+            request.agent.to_owned(),
+            request.session.to_owned(),
+            root.clone(),
+        );
+        let fingerprint = fingerprint(
+            writable
+                .iter()
+                .chain(binds.iter().map(|(path, _)| path))
+                .chain(&deny_read),
+        );
+        if let Some(prepared) = self.cached(&key, &fingerprint) {
+            return Ok(prepared);
+        }
+        let temp = temp
+            .canonicalize()
+            .map_err(|e| SandboxError::TempDir(e.to_string()))?;
         let writable: Vec<PathBuf> = writable
             .into_iter()
             .filter_map(|p| p.canonicalize().ok())
             .collect();
-        let deny_read: Vec<PathBuf> = policy.deny_read.iter().map(|p| resolve(p)).collect();
         let mut proxy_mark = None;
         let mut env: Vec<(OsString, OsString)> = vec![
             ("TMPDIR".into(), temp.clone().into_os_string()),
@@ -245,7 +291,7 @@ impl Sandboxes {
             ruleset: Some(ruleset),
             filter,
         };
-        Ok(Prepared {
+        let prepared = Prepared {
             env,
             plan: Some(Arc::new(plan)),
             status: Status::Sandboxed {
@@ -260,7 +306,34 @@ impl Sandboxes {
                 .filter_map(|(path, _)| path.canonicalize().ok())
                 .collect(),
             proxy: proxy_mark,
-        })
+        };
+        let mut cache = self
+            .prepared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cache.len() >= MAX_CACHED {
+            cache.clear();
+        }
+        cache.insert(key, (fingerprint, prepared.clone()));
+        Ok(prepared)
+    }
+
+    /// The sandbox prepared before for `key`, if the files it was built on are the same ones;
+    /// its proxy log position is moved to now.
+    fn cached(&self, key: &CacheKey, fingerprint: &[Option<FileId>]) -> Option<Prepared> {
+        let cache = self
+            .prepared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (seen, prepared) = cache.get(key)?;
+        if seen.as_slice() != fingerprint {
+            return None;
+        }
+        let mut prepared = prepared.clone();
+        if let Some((position, proxy)) = &mut prepared.proxy {
+            *position = proxy.position();
+        }
+        Some(prepared)
     }
 
     /// The running proxy of this allow-list, started on first use (on the current tokio

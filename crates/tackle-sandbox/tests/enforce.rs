@@ -303,3 +303,39 @@ fn an_allow_list_passes_listed_hosts_through_the_proxy_and_nothing_else() {
     let out = sh(&p, &f.root, udp);
     assert!(!out.status.success(), "{}", text(&out));
 }
+
+#[test]
+fn a_sandbox_prepared_again_follows_the_files_it_was_built_on() {
+    if !supported() {
+        return;
+    }
+    let f = fixture();
+    let sandboxes = sandboxes(&f, Policy::default());
+    let request = Request {
+        agent: "build",
+        session: "s1",
+        root: &f.root,
+        unsandboxed: false,
+    };
+    let before = sandboxes.prepare(&request).unwrap();
+    assert!(before.read_only().is_empty());
+    // The same files: the same sandbox, kept.
+    assert_eq!(
+        sandboxes.prepare(&request).unwrap().read_only(),
+        before.read_only()
+    );
+    // A repository appears: its hooks are protected from the next call on.
+    std::fs::create_dir_all(f.root.join(".git/hooks")).unwrap();
+    let after = sandboxes.prepare(&request).unwrap();
+    assert!(
+        after.read_only().iter().any(|p| p.ends_with(".git/hooks")),
+        "{:?}",
+        after.read_only()
+    );
+    // The session's temp directory removed and made again: a rule for the old one would
+    // refuse writes to the new one.
+    sandboxes.end_session("s1");
+    let again = sandboxes.prepare(&request).unwrap();
+    let out = sh(&again, &f.root, "echo t > \"$TMPDIR/t\"");
+    assert!(out.status.success(), "{}", text(&out));
+}
