@@ -29,6 +29,9 @@ type CacheKey = (String, String, PathBuf);
 /// A file's identity and type: a rule made for one file does not hold for its replacement.
 type FileId = (u64, u64, u32);
 
+/// A prepared sandbox and the identities of the files it was built on.
+type Kept = (Vec<Option<FileId>>, Prepared);
+
 /// How many prepared sandboxes are kept; the cache starts over past it.
 const MAX_CACHED: usize = 64;
 
@@ -56,7 +59,7 @@ pub struct Sandboxes {
     /// The allow-list proxies started so far, one per list.
     proxies: std::sync::Mutex<HashMap<ListKey, Arc<NetworkProxy>>>,
     /// Sandboxes prepared before, with the identities of the files they were built on.
-    prepared: std::sync::Mutex<HashMap<CacheKey, (Vec<Option<FileId>>, Prepared)>>,
+    prepared: std::sync::Mutex<HashMap<CacheKey, Kept>>,
 }
 
 /// One call's request for a sandbox.
