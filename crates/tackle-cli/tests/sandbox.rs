@@ -885,3 +885,32 @@ fn an_allow_list_lets_a_listed_loopback_port_through_the_proxy_and_refuses_anoth
     );
     assert!(!text.contains("DIRECT-OK"), "{text}");
 }
+
+#[test]
+fn a_command_hook_runs_sandboxed_unless_the_configuration_says_otherwise() {
+    if !enforced("a_command_hook_runs_sandboxed_unless_the_configuration_says_otherwise") {
+        return;
+    }
+    let project = Project::new();
+    let mark = project.outside().join("hooked");
+    let hook = json!({"before": [{
+        "tools": ["bash"],
+        "command": ["sh", "-c", format!("echo y > hook-ran; echo x > '{}' || true", mark.display())],
+    }]});
+    let sandboxed = project.config(json!({"hooks": hook}));
+    let text = project.bash_with(&["--config", sandboxed.to_str().unwrap()], "echo ran");
+    assert!(text.contains("ran"), "{text}");
+    assert!(
+        project.root().join("hook-ran").exists(),
+        "the hook did not run"
+    );
+    assert!(
+        !mark.exists(),
+        "the sandboxed hook wrote outside the Location"
+    );
+    let unsandboxed = project.config(json!({"hooks": hook, "sandbox": {"hooks": false}}));
+    let text = project.bash_with(&["--config", unsandboxed.to_str().unwrap()], "echo ran");
+    assert!(text.contains("ran"), "{text}");
+    assert!(mark.exists(), "the unsandboxed hook did not run");
+    std::fs::remove_file(&mark).unwrap();
+}

@@ -119,6 +119,8 @@ fn the_issues_hook_runs_nothing_on_call_read_until_trusted_and_a_change_asks_aga
     repo.project_config(json!({
         "permission": {"hook_trust": "allow"},
         "hooks": {"before": [{"command": touch(&mark)}]},
+        // Hooks run sandboxed: the marker's directory is writable once trusted.
+        "sandbox": {"writableRoots": [repo.outside.path()]},
     }));
     let output = repo.call("read", json!({"filePath": "a.txt"}));
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -479,7 +481,10 @@ fn config_check_lists_what_is_ignored_and_why() {
 fn an_interactive_call_asks_once_and_a_yes_is_recorded() {
     let repo = Repo::new();
     let mark = repo.mark("asked");
-    repo.project_config(json!({"hooks": {"before": [{"command": touch(&mark)}]}}));
+    repo.project_config(json!({
+        "hooks": {"before": [{"command": touch(&mark)}]},
+        "sandbox": {"writableRoots": [repo.outside.path()]},
+    }));
     // `script` gives the call a terminal; the answers come through it.
     let interactive = |answer: &str| {
         let line = format!(
@@ -550,7 +555,10 @@ fn shown_hash(repo: &Repo) -> String {
 /// A repository with a hook that leaves `hook` and a custom tool `deploy`.
 fn hook_and_tool(repo: &Repo) -> PathBuf {
     let mark = repo.mark("hook");
-    repo.project_config(json!({"hooks": {"before": [{"command": touch(&mark)}]}}));
+    repo.project_config(json!({
+        "hooks": {"before": [{"command": touch(&mark)}]},
+        "sandbox": {"writableRoots": [repo.outside.path()]},
+    }));
     repo.write(
         ".tackle/tools/deploy.json",
         &json!({

@@ -723,14 +723,27 @@ impl Config {
     /// The sandbox service: every preset's and configured agent's policy; session temp
     /// directories under `temp_root`.
     pub fn sandboxes(&self, temp_root: std::path::PathBuf) -> tackle_sandbox::Sandboxes {
+        self.sandboxes_writing(temp_root, &[])
+    }
+
+    /// [`Config::sandboxes`] with `extra` writable for every agent (tackle's data directory,
+    /// for command hooks that call `tackle`).
+    pub fn sandboxes_writing(
+        &self,
+        temp_root: std::path::PathBuf,
+        extra: &[std::path::PathBuf],
+    ) -> tackle_sandbox::Sandboxes {
+        let policy = |name: &str| {
+            let mut policy = self.sandbox_policy(name);
+            policy.writable_roots.extend(extra.iter().cloned());
+            policy
+        };
         let names = tackle_permission::PRESET_NAMES
             .iter()
             .copied()
             .chain(self.agents.iter().map(|(n, _)| n.as_str()));
-        let agents = names
-            .map(|name| (name.to_owned(), self.sandbox_policy(name)))
-            .collect();
-        tackle_sandbox::Sandboxes::new(self.sandbox_policy(""), agents, temp_root)
+        let agents = names.map(|name| (name.to_owned(), policy(name))).collect();
+        tackle_sandbox::Sandboxes::new(policy(""), agents, temp_root)
     }
 
     /// Whether MCP servers started as child processes run in the sandbox.
@@ -740,7 +753,7 @@ impl Config {
 
     /// Whether command hooks run in the sandbox.
     pub fn sandbox_hooks(&self) -> bool {
-        self.sandbox.hooks.unwrap_or(false)
+        self.sandbox.hooks.unwrap_or(true)
     }
 
     /// Whether language servers run in the sandbox.

@@ -363,6 +363,11 @@ impl HostBuilder {
                 policy::command::IN_HOOK_ENV
             ));
         }
+        // Hooks run sandboxed like the agent's commands, with tackle's data directory writable
+        // (a hook may call `tackle`).
+        let hook_sandboxes = config
+            .sandbox_hooks()
+            .then(|| Arc::new(config.sandboxes_writing(data_dir.join("tmp"), &[data_dir.clone()])));
         let command_hooks = config
             .hooks()
             .iter()
@@ -373,7 +378,7 @@ impl HostBuilder {
                     policy::command::CommandHookRunner::new(
                         hook.clone(),
                         root.clone(),
-                        config.sandbox_hooks().then(|| sandboxes.clone()),
+                        hook_sandboxes.clone(),
                     ),
                 )
             })

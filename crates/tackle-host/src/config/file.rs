@@ -166,8 +166,8 @@ pub(crate) struct SandboxSection {
     pub(crate) mcp_servers: Option<bool>,
     /// Sandbox language servers too (default `false`).
     pub(crate) language_servers: Option<bool>,
-    /// Sandbox command hooks too (default `false`: hooks are your own guards, and often log
-    /// outside the project or call `tackle`).
+    /// Run command hooks in the sandbox (default `true`; tackle's data directory is writable
+    /// for them, so a hook can call `tackle`). `false` runs them unsandboxed.
     pub(crate) hooks: Option<bool>,
 }
 
