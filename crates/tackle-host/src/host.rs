@@ -365,9 +365,11 @@ impl HostBuilder {
         }
         // Hooks run sandboxed like the agent's commands, with tackle's data directory writable
         // (a hook may call `tackle`).
-        let hook_sandboxes = config
-            .sandbox_hooks()
-            .then(|| Arc::new(config.sandboxes_writing(data_dir.join("tmp"), &[data_dir.clone()])));
+        let hook_sandboxes = config.sandbox_hooks().then(|| {
+            Arc::new(
+                config.sandboxes_writing(data_dir.join("tmp"), std::slice::from_ref(&data_dir)),
+            )
+        });
         let command_hooks = config
             .hooks()
             .iter()
