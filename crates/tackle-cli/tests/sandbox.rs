@@ -914,3 +914,106 @@ fn a_command_hook_runs_sandboxed_unless_the_configuration_says_otherwise() {
     assert!(mark.exists(), "the unsandboxed hook did not run");
     std::fs::remove_file(&mark).unwrap();
 }
+
+/// Whether `bwrap` is installed; otherwise `test` is skipped (fails under `CI=true`).
+fn bubblewrap(test: &str) -> bool {
+    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|dir| dir.join("bwrap").is_file());
+    enforced(test) && (found || skip(test, "`bwrap` is not installed"))
+}
+
+#[test]
+fn the_bubblewrap_backend_confines_writes_processes_git_and_the_network() {
+    if !bubblewrap("the_bubblewrap_backend_confines_writes_processes_git_and_the_network") {
+        return;
+    }
+    let project = Project::new();
+    let bwrap = project.config(json!({"sandbox": {"backend": "bubblewrap"}}));
+    let flags = ["--config", bwrap.to_str().unwrap()];
+    let outside = project.outside().join("bwrap-owned");
+    let text = project.bash_with(
+        &flags,
+        &format!(
+            "git init -q && echo a > a && git add a \
+             && git -c user.name=t -c user.email=t@example.com commit -qm first && echo committed; \
+             echo t > \"$TMPDIR/t\" && echo tmp-ok; echo $$; echo x > '{}'",
+            outside.display()
+        ),
+    );
+    assert!(text.lines().any(|l| l == "committed"), "{text}");
+    assert!(text.lines().any(|l| l == "tmp-ok"), "{text}");
+    assert!(
+        text.lines().any(|l| l == "2"),
+        "its own PID namespace: {text}"
+    );
+    assert!(text.contains("Read-only file system"), "{text}");
+    assert!(text.contains("sandbox refused writing"), "{text}");
+    assert!(!outside.exists());
+    let text = project.bash_with(
+        &flags,
+        "echo evil > .git/hooks/pre-commit; mv .git .git-old; echo done",
+    );
+    assert!(text.contains("Device or resource busy"), "{text}");
+    assert!(!project.root().join(".git/hooks/pre-commit").exists());
+    assert!(project.root().join(".git").is_dir());
+    // A detached process ends with the call.
+    let detached = project.sleeper(7);
+    project.bash_with(
+        &flags,
+        &format!("setsid env -i sleep {detached} > /dev/null 2>&1 < /dev/null & sleep 0.3"),
+    );
+    assert!(
+        within(GONE_WITHIN, || running(&detached).is_empty()),
+        "`sleep {detached}` outlived the call"
+    );
+    // The network off is a network namespace of its own.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let off = project.config(json!({"sandbox": {"backend": "bubblewrap", "network": "off"}}));
+    let text = project.bash_with(
+        &["--config", off.to_str().unwrap()],
+        &format!(
+            "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('CONNECTED')\""
+        ),
+    );
+    assert!(!text.contains("CONNECTED"), "{text}");
+}
+
+#[test]
+fn bubblewrap_configured_but_missing_falls_back_to_landlock_and_says_so() {
+    if !enforced("bubblewrap_configured_but_missing_falls_back_to_landlock_and_says_so") {
+        return;
+    }
+    let project = Project::new();
+    // A PATH with the shell and the usual tools but no `bwrap`.
+    let bin = project.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["bash", "sh", "echo", "cat"] {
+        if let Ok(path) = which(tool) {
+            std::os::unix::fs::symlink(path, bin.join(tool)).unwrap();
+        }
+    }
+    let config = project.config(json!({"sandbox": {"backend": "bubblewrap"}}));
+    let outside = project.outside().join("fallback-owned");
+    let mut tackle = project.tackle();
+    tackle.env("PATH", &bin);
+    let output = project.call_with(
+        tackle,
+        &["--yes", "--config", config.to_str().unwrap()],
+        json!({"command": format!("echo x > '{}'", outside.display())}),
+    );
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(!outside.exists(), "{text}");
+    assert!(
+        text.contains("bubblewrap is configured but `bwrap` is not installed; Landlock is used"),
+        "{text}"
+    );
+}
+
+/// The path of `tool` on this process's `PATH`.
+fn which(tool: &str) -> Result<std::path::PathBuf, ()> {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join(tool))
+        .find(|path| path.is_file())
+        .ok_or(())
+}

@@ -30,9 +30,16 @@ fn describe(policy: &Policy) -> String {
             text
         }
     };
+    let backend = match policy.backend {
+        tackle_sandbox::Backend::Landlock => String::new(),
+        tackle_sandbox::Backend::Bubblewrap => match tackle_sandbox::bubblewrap() {
+            Ok(bwrap) => format!(", shell commands through {}", bwrap.display()),
+            Err(reason) => format!(", bubblewrap configured but {reason}: Landlock is used"),
+        },
+    };
     match policy.mode {
         Mode::Off => "off".to_owned(),
-        mode => format!("{}, {network}", mode.as_str()),
+        mode => format!("{}, {network}{backend}", mode.as_str()),
     }
 }
 

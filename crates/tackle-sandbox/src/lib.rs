@@ -34,6 +34,7 @@
 //! Be careful when adding to `child`: it runs in a copy of a multi-threaded process, where an
 //! allocation can deadlock. Build in the parent; only make system calls in the child.
 
+mod bwrap;
 #[cfg(target_os = "linux")]
 mod child;
 pub mod denial;
@@ -44,9 +45,14 @@ mod rules;
 mod sandboxes;
 mod support;
 
-pub use policy::{Mode, Network, Policy, Unavailable};
+pub use policy::{Backend, Mode, Network, Policy, Unavailable};
 pub use sandboxes::{Confine, Prepared, Request, Sandboxes, Status};
 pub use support::{SIMULATE_NONE_ENV, Support};
+
+/// The `bwrap` the bubblewrap backend would run, or why there is none that works here.
+pub fn bubblewrap() -> Result<std::path::PathBuf, &'static str> {
+    bwrap::find().map(|found| found.program.clone())
+}
 
 /// Why a sandbox could not be prepared.
 #[derive(Debug, thiserror::Error)]

@@ -90,6 +90,20 @@ pub struct Policy {
     /// Whether commands run in their own user, PID and mount namespaces where the platform
     /// allows it (so nothing a call starts outlives it, and protected paths are read-only).
     pub namespaces: bool,
+    /// Which backend confines shell commands.
+    pub backend: Backend,
+}
+
+/// What confines a shell command (bash, its jobs, custom tools).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Backend {
+    /// Landlock and seccomp, applied in tackle's own child, with tackle's namespaces.
+    #[default]
+    Landlock,
+    /// The `bwrap` program (bubblewrap) when it is installed and works here: a read-only root
+    /// with the writable places bound in, its own PID (and, with the network off, network)
+    /// namespace. Other processes (hooks, formatters, servers) keep the Landlock backend.
+    Bubblewrap,
 }
 
 impl Default for Policy {
@@ -102,6 +116,7 @@ impl Default for Policy {
             deny_read: Vec::new(),
             when_unavailable: Unavailable::Run,
             namespaces: true,
+            backend: Backend::Landlock,
         }
     }
 }

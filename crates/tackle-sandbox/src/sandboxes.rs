@@ -294,13 +294,47 @@ impl Sandboxes {
             ruleset: Some(ruleset),
             filter,
         };
+        let mut notes = Vec::new();
+        let wrapper = match (policy.backend, &policy.network) {
+            (crate::policy::Backend::Landlock, _) => None,
+            (crate::policy::Backend::Bubblewrap, Network::Allow { .. }) => {
+                notes.push(
+                    "the network allow-list needs the Landlock backend, so bubblewrap is not used"
+                        .to_owned(),
+                );
+                None
+            }
+            (crate::policy::Backend::Bubblewrap, network) => match crate::bwrap::find() {
+                Ok(found) => Some(Arc::new((
+                    found.program.clone(),
+                    crate::bwrap::arguments(
+                        found,
+                        &crate::bwrap::Layout {
+                            writable: &writable,
+                            binds: &binds,
+                            deny_read: &deny_read,
+                            network_off: *network == Network::Off,
+                        },
+                    ),
+                ))),
+                Err(reason) => {
+                    notes.push(format!(
+                        "bubblewrap is configured but {reason}; Landlock is used"
+                    ));
+                    None
+                }
+            },
+        };
+        let wrapped = wrapper.is_some();
         let prepared = Prepared {
             env,
+            notes,
+            wrapper,
             plan: Some(Arc::new(plan)),
             status: Status::Sandboxed {
                 mode: policy.mode,
                 network: policy.network.describe(),
-                contained,
+                contained: contained || wrapped,
             },
             writable,
             read_only: binds
@@ -505,6 +539,11 @@ pub struct Prepared {
     #[cfg(not(target_os = "linux"))]
     plan: Option<Arc<()>>,
     status: Status,
+    /// What the commands should know about how the sandbox is applied (a configured backend
+    /// that is not used), for the footer.
+    notes: Vec<String>,
+    /// `bwrap` and its arguments, when shell commands run through bubblewrap.
+    wrapper: Option<Arc<(PathBuf, Vec<OsString>)>>,
     writable: Vec<PathBuf>,
     read_only: Vec<PathBuf>,
     /// The allow-list proxy and its log position when the call's sandbox was prepared.
@@ -516,6 +555,8 @@ impl Prepared {
     pub fn unsandboxed(status: Status) -> Self {
         Self {
             env: Vec::new(),
+            notes: Vec::new(),
+            wrapper: None,
             plan: None,
             status,
             writable: Vec::new(),
@@ -574,6 +615,9 @@ impl Prepared {
 
     /// The line a result ends with when the command ran without the sandbox it should have had.
     pub fn footer(&self) -> Option<String> {
+        if !self.notes.is_empty() {
+            return Some(format!("sandbox: {}", self.notes.join("; ")));
+        }
         match &self.status {
             Status::Unavailable { reason } => Some(format!(
                 "sandbox: unavailable, this command ran unsandboxed ({reason})"
@@ -582,6 +626,37 @@ impl Prepared {
                 Some("sandbox: off for this command, as allowed".to_owned())
             }
             _ => None,
+        }
+    }
+
+    /// The command that runs the shell `program`: through `bwrap` under the bubblewrap
+    /// backend, else `program` itself. Apply the sandbox to it with [`Prepared::apply_shell`].
+    pub fn shell_command(&self, program: &Path) -> std::process::Command {
+        match &self.wrapper {
+            Some(wrapper) => {
+                let (bwrap, args) = &**wrapper;
+                let mut command = std::process::Command::new(bwrap);
+                command.args(args).arg(program);
+                command
+            }
+            None => std::process::Command::new(program),
+        }
+    }
+
+    /// Whether shell commands run through `bwrap`.
+    pub fn wraps_shell(&self) -> bool {
+        self.wrapper.is_some()
+    }
+
+    /// [`Prepared::apply`] for a command made by [`Prepared::shell_command`]: under bubblewrap
+    /// only the environment (bwrap does the rest, and Landlock would forbid its mounts).
+    pub fn apply_shell(&self, command: &mut std::process::Command) {
+        if self.wrapper.is_some() {
+            for (key, value) in &self.env {
+                command.env(key, value);
+            }
+        } else {
+            self.apply(command);
         }
     }
 

@@ -166,6 +166,10 @@ pub(crate) struct SandboxSection {
     pub(crate) mcp_servers: Option<bool>,
     /// Sandbox language servers too (default `false`).
     pub(crate) language_servers: Option<bool>,
+    /// What confines shell commands: `landlock` (the default: Landlock and seccomp applied by
+    /// tackle) or `bubblewrap` (the `bwrap` program, when installed; else Landlock, and the
+    /// result says so).
+    pub(crate) backend: Option<BackendName>,
     /// Run command hooks in the sandbox (default `true`; tackle's data directory is writable
     /// for them, so a hook can call `tackle`). `false` runs them unsandboxed.
     pub(crate) hooks: Option<bool>,
@@ -185,6 +189,7 @@ impl SandboxSection {
             mcp_servers: later.mcp_servers.or(self.mcp_servers),
             language_servers: later.language_servers.or(self.language_servers),
             hooks: later.hooks.or(self.hooks),
+            backend: later.backend.or(self.backend),
         }
     }
 
@@ -260,8 +265,22 @@ impl SandboxSection {
                 _ => Unavailable::Run,
             },
             namespaces: self.namespaces.unwrap_or(true),
+            backend: match self.backend {
+                Some(BackendName::Bubblewrap) => tackle_sandbox::Backend::Bubblewrap,
+                _ => tackle_sandbox::Backend::Landlock,
+            },
         }
     }
+}
+
+/// A sandbox backend.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum BackendName {
+    /// Landlock and seccomp, applied by tackle.
+    Landlock,
+    /// The `bwrap` program.
+    Bubblewrap,
 }
 
 /// A sandbox mode.

@@ -268,7 +268,7 @@ pub(crate) fn shell_command(
     marker: &str,
     stdin_piped: bool,
 ) -> tokio::process::Command {
-    let mut command = std::process::Command::new(&spec.shell);
+    let mut command = spec.sandbox.shell_command(&spec.shell);
     command
         .arg("-c")
         .arg(&spec.command)
@@ -288,7 +288,7 @@ pub(crate) fn shell_command(
         die_with_parent(&mut command);
     }
     // Last: the parent-death signal above is set on the process the runner waits for.
-    spec.sandbox.apply(&mut command);
+    spec.sandbox.apply_shell(&mut command);
     tokio::process::Command::from(command)
 }
 
