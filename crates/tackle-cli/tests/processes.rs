@@ -6,6 +6,8 @@
 //! children inherit; counting is done by that tag in `/proc`, so parallel tests never count
 //! each other's processes.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -200,18 +202,6 @@ fn tagged(tag: &str) -> Vec<Process> {
     found
 }
 
-/// Waits up to `limit` until `condition` holds.
-fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if condition() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    condition()
-}
-
 /// A directory holding `tackle`, a symlink to the binary under test.
 fn bin_dir() -> TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -274,7 +264,7 @@ async fn serve_with_an_opencode_config_naming_itself_runs_alone_and_leaves_nothi
     );
     client.cancel().await.expect("close the client");
     assert!(
-        eventually(Duration::from_secs(10), || sandbox.processes().is_empty()),
+        support::holds_within(Duration::from_secs(10), || sandbox.processes().is_empty()),
         "{:?}",
         sandbox.processes()
     );
@@ -299,7 +289,7 @@ fn a_wrapped_self_reference_stops_at_one_nested_tackle() {
         "{stderr}"
     );
     assert!(
-        eventually(Duration::from_secs(5), || sandbox.processes().is_empty()),
+        support::holds_within(Duration::from_secs(5), || sandbox.processes().is_empty()),
         "{:?}",
         sandbox.processes()
     );
@@ -345,7 +335,7 @@ async fn a_server_killed_with_sigkill_leaves_no_child_server_behind() {
         .status()
         .unwrap();
     assert!(
-        eventually(Duration::from_secs(10), || sandbox.processes().is_empty()),
+        support::holds_within(Duration::from_secs(10), || sandbox.processes().is_empty()),
         "left behind: {:?}",
         sandbox.processes()
     );
@@ -364,7 +354,7 @@ async fn a_server_that_exits_takes_its_child_servers_process_group_with_it() {
     );
     client.cancel().await.expect("close the client");
     assert!(
-        eventually(Duration::from_secs(10), || sandbox.processes().is_empty()),
+        support::holds_within(Duration::from_secs(10), || sandbox.processes().is_empty()),
         "left behind: {:?}",
         sandbox.processes()
     );

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
@@ -236,18 +236,6 @@ fn zombie(pid: u32) -> bool {
     // The state follows the command name's closing parenthesis.
     stat.rsplit_once(") ")
         .is_none_or(|(_, rest)| rest.starts_with('Z'))
-}
-
-/// Whether `condition` holds within `limit`, checked every 50 ms.
-fn within(limit: Duration, condition: impl Fn() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if condition() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    condition()
 }
 
 /// What this machine enforces, as the binary shows it.
@@ -513,7 +501,7 @@ fn a_detached_process_does_not_outlive_its_foreground_call() {
     assert!(text.lines().any(|l| l == "started"), "{text}");
     for arg in [&detached, &holding] {
         assert!(
-            within(GONE_WITHIN, || running(arg).is_empty()),
+            support::holds_within(GONE_WITHIN, || running(arg).is_empty()),
             "`sleep {arg}` outlived the call"
         );
     }
@@ -547,7 +535,7 @@ fn without_namespaces_a_fully_detached_process_survives_but_writes_stay_refused(
         text.contains("Background processes that kept the output open were stopped"),
         "{text}"
     );
-    assert!(within(GONE_WITHIN, || running(&holding).is_empty()));
+    assert!(support::holds_within(GONE_WITHIN, || running(&holding).is_empty()));
     // The one that cleared its environment and closed its pipes is out of reach of the marker
     // search: it outlives the call (the project's cleanup kills it).
     std::thread::sleep(Duration::from_millis(500));
@@ -812,7 +800,7 @@ async fn serve_a_job_and_the_process_it_detached_end_with_bash_kill() {
         .collect();
     for arg in [&detached, &holding, &job] {
         assert!(
-            within(Duration::from_secs(10), || !running(arg).is_empty()),
+            support::holds_within(Duration::from_secs(10), || !running(arg).is_empty()),
             "`sleep {arg}` never started: {started}"
         );
     }
@@ -824,7 +812,7 @@ async fn serve_a_job_and_the_process_it_detached_end_with_bash_kill() {
     assert_ne!(result.is_error, Some(true), "{}", support::text(&result));
     for arg in [&detached, &holding, &job] {
         assert!(
-            within(GONE_WITHIN, || running(arg).is_empty()),
+            support::holds_within(GONE_WITHIN, || running(arg).is_empty()),
             "`sleep {arg}` outlived bash_kill"
         );
     }
@@ -963,7 +951,7 @@ fn the_bubblewrap_backend_confines_writes_processes_git_and_the_network() {
         &format!("setsid env -i sleep {detached} > /dev/null 2>&1 < /dev/null & sleep 0.3"),
     );
     assert!(
-        within(GONE_WITHIN, || running(&detached).is_empty()),
+        support::holds_within(GONE_WITHIN, || running(&detached).is_empty()),
         "`sleep {detached}` outlived the call"
     );
     // The network off is a network namespace of its own.

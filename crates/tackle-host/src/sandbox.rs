@@ -43,26 +43,6 @@ fn describe(policy: &Policy) -> String {
     }
 }
 
-/// Why `policy` cannot be applied on this machine, if it cannot.
-fn missing(policy: &Policy, support: &Support) -> Option<String> {
-    if policy.mode == Mode::Off {
-        return None;
-    }
-    if !support.filesystem() {
-        return Some(format!(
-            "no usable Landlock and seccomp ({})",
-            support.notes.join("; ")
-        ));
-    }
-    if matches!(policy.network, Network::Allow { .. }) && !support.tcp_rules() {
-        return Some(format!(
-            "the network allow-list needs Landlock ABI 4; this kernel has {}",
-            support.landlock_abi
-        ));
-    }
-    None
-}
-
 /// `config check`'s lines about the sandbox.
 pub fn summary_lines(config: &Config) -> Vec<String> {
     let support = Support::get();
@@ -75,7 +55,7 @@ pub fn summary_lines(config: &Config) -> Vec<String> {
     );
     for (who, policy) in policies(config) {
         let mut line = format!("sandbox ({who}): {}", describe(&policy));
-        if let Some(reason) = missing(&policy, support) {
+        if let Some(reason) = policy.unavailable_on(support) {
             line.push_str(&match policy.when_unavailable {
                 Unavailable::Run => {
                     format!(" — UNAVAILABLE here ({reason}): commands run unsandboxed")
@@ -106,7 +86,7 @@ pub fn summary_json(config: &Config) -> Value {
             "for": who,
             "mode": policy.mode.as_str(),
             "network": policy.network.describe(),
-            "unavailable": missing(policy, support),
+            "unavailable": policy.unavailable_on(support),
         })).collect::<Vec<_>>(),
     })
 }
@@ -114,7 +94,7 @@ pub fn summary_json(config: &Config) -> Value {
 /// The warning a host gives at start-up when its default policy cannot be applied here.
 pub(crate) fn unavailable_warning(config: &Config) -> Option<String> {
     let policy = config.sandbox_policy("");
-    let reason = missing(&policy, Support::kernel())?;
+    let reason = policy.unavailable_on(Support::kernel())?;
     Some(match policy.when_unavailable {
         Unavailable::Run => format!(
             "the sandbox cannot be applied here ({reason}); commands run unsandboxed and every \

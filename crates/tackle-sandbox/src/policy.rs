@@ -23,16 +23,6 @@ impl Mode {
             Mode::Off => "off",
         }
     }
-
-    /// The mode named `name` in the configuration.
-    pub fn parse(name: &str) -> Option<Mode> {
-        match name {
-            "read-only" => Some(Mode::ReadOnly),
-            "workspace-write" => Some(Mode::WorkspaceWrite),
-            "off" => Some(Mode::Off),
-            _ => None,
-        }
-    }
 }
 
 /// What a sandboxed command may reach on the network.
@@ -122,12 +112,25 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// No sandbox at all.
-    pub fn off() -> Self {
-        Self {
-            mode: Mode::Off,
-            ..Self::default()
+    /// Why this policy cannot be enforced on a machine with `support`; `None` when it can (or
+    /// asks for no sandbox).
+    pub fn unavailable_on(&self, support: &crate::Support) -> Option<String> {
+        if self.mode == Mode::Off {
+            return None;
         }
+        if !support.filesystem() {
+            return Some(format!(
+                "this machine has no usable Landlock and seccomp ({})",
+                support.notes.join("; ")
+            ));
+        }
+        if matches!(self.network, Network::Allow { .. }) && !support.tcp_rules() {
+            return Some(format!(
+                "the network allow-list needs Landlock ABI 4 (Linux 6.7); this kernel has ABI {}",
+                support.landlock_abi
+            ));
+        }
+        None
     }
 }
 

@@ -101,16 +101,6 @@ impl Sandboxes {
         sandboxes
     }
 
-    /// No sandbox for anyone.
-    pub fn disabled() -> Self {
-        Self::with_support(
-            Policy::off(),
-            HashMap::new(),
-            std::env::temp_dir(),
-            Support::none("the sandbox is off".to_owned()),
-        )
-    }
-
     /// What the platform offers.
     pub fn support(&self) -> &Support {
         self.support.get_or_init(|| Support::get().clone())
@@ -156,30 +146,13 @@ impl Sandboxes {
                 by_person: request.unsandboxed && policy.mode != Mode::Off,
             }));
         }
-        if let Some(reason) = self.missing(policy) {
+        if let Some(reason) = policy.unavailable_on(self.support()) {
             return match policy.when_unavailable {
                 Unavailable::Refuse => Err(SandboxError::Unavailable { reason }),
                 Unavailable::Run => Ok(Prepared::unsandboxed(Status::Unavailable { reason })),
             };
         }
         self.build(policy, request)
-    }
-
-    /// Why `policy` cannot be enforced here, if it cannot.
-    fn missing(&self, policy: &Policy) -> Option<String> {
-        if !self.support().filesystem() {
-            return Some(format!(
-                "this machine has no usable Landlock and seccomp ({})",
-                self.support().notes.join("; ")
-            ));
-        }
-        if matches!(policy.network, Network::Allow { .. }) && !self.support().tcp_rules() {
-            return Some(format!(
-                "the network allow-list needs Landlock ABI 4 (Linux 6.7); this kernel has ABI {}",
-                self.support().landlock_abi
-            ));
-        }
-        None
     }
 
     #[cfg(target_os = "linux")]
@@ -215,12 +188,16 @@ impl Sandboxes {
             }
             binds.push((root.join(".tackle"), true));
             writable.extend(policy.writable_roots.iter().map(|p| resolve(p)));
+            let created: Vec<PathBuf> = CREATED_IF_MISSING
+                .iter()
+                .map(|c| resolve(Path::new(c)))
+                .collect();
             for cache in &policy.caches {
                 let path = resolve(cache);
-                let create = CREATED_IF_MISSING
-                    .iter()
-                    .any(|c| resolve(Path::new(c)) == path);
-                if create && !path.exists() && path.parent().is_some_and(Path::exists) {
+                if created.contains(&path)
+                    && !path.exists()
+                    && path.parent().is_some_and(Path::exists)
+                {
                     let _ = std::fs::create_dir(&path);
                 }
                 writable.push(path);
@@ -574,14 +551,6 @@ impl Prepared {
             .unwrap_or_default()
     }
 
-    /// The network setting's name, for messages.
-    pub fn network(&self) -> Option<&'static str> {
-        match &self.status {
-            Status::Sandboxed { network, .. } => Some(network),
-            _ => None,
-        }
-    }
-
     /// How the commands run.
     pub fn status(&self) -> &Status {
         &self.status
@@ -590,6 +559,41 @@ impl Prepared {
     /// The places the commands may write (canonical), empty without a sandbox.
     pub fn writable(&self) -> &[PathBuf] {
         &self.writable
+    }
+
+    /// What the sandbox refused a command that ran under it in `cwd`, read from its output and
+    /// end (see [`crate::denial`]); empty without a sandbox.
+    pub fn denials(
+        &self,
+        cwd: &Path,
+        output: &str,
+        exit_code: Option<i32>,
+        signal: Option<i32>,
+    ) -> Vec<crate::denial::Denial> {
+        use crate::denial::{Evidence, NetworkRule, Rules, diagnose};
+        let Status::Sandboxed { network, .. } = &self.status else {
+            return Vec::new();
+        };
+        let blocked = self.blocked();
+        let rules = Rules {
+            writable: &self.writable,
+            read_only: &self.read_only,
+            network: match *network {
+                "off" => NetworkRule::Off,
+                "allow-list" => NetworkRule::AllowList,
+                _ => NetworkRule::On,
+            },
+            cwd,
+        };
+        diagnose(
+            &rules,
+            &Evidence {
+                output,
+                exit_code,
+                signal,
+                blocked: &blocked,
+            },
+        )
     }
 
     /// The places inside the writable ones that are read-only (canonical).
@@ -641,11 +645,6 @@ impl Prepared {
             }
             None => std::process::Command::new(program),
         }
-    }
-
-    /// Whether shell commands run through `bwrap`.
-    pub fn wraps_shell(&self) -> bool {
-        self.wrapper.is_some()
     }
 
     /// [`Prepared::apply`] for a command made by [`Prepared::shell_command`]: under bubblewrap

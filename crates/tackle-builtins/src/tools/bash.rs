@@ -534,28 +534,11 @@ fn denial_note(
     cwd: &Path,
     output: &BashOutput,
 ) -> Option<String> {
-    use tackle_sandbox::denial::{Denial, Evidence, NetworkRule, Rules, diagnose};
+    use tackle_sandbox::denial::Denial;
     let tackle_sandbox::Status::Sandboxed { mode, network, .. } = sandbox.status() else {
         return None;
     };
-    let blocked = sandbox.blocked();
-    let rules = Rules {
-        writable: sandbox.writable(),
-        read_only: sandbox.read_only(),
-        network: match *network {
-            "off" => NetworkRule::Off,
-            "allow-list" => NetworkRule::AllowList,
-            _ => NetworkRule::On,
-        },
-        cwd,
-    };
-    let evidence = Evidence {
-        output: &output.output,
-        exit_code: output.exit_code,
-        signal: output.signal,
-        blocked: &blocked,
-    };
-    let found = diagnose(&rules, &evidence);
+    let found = sandbox.denials(cwd, &output.output, output.exit_code, output.signal);
     if found.is_empty() {
         return None;
     }

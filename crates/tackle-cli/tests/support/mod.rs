@@ -181,3 +181,15 @@ while True:
         sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         sys.stdout.buffer.flush()
 "#;
+
+/// Whether `condition` holds within `limit`, checked every 50 ms (and once more at the end).
+pub(crate) fn holds_within(limit: std::time::Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    condition()
+}
