@@ -239,6 +239,11 @@ impl HostBuilder {
             source: std::io::Error::other(source.to_string()),
         })?;
         let sandboxes = Arc::new(config.sandboxes(data_dir.join("tmp")));
+        {
+            // Session temp directories nobody ended, as the spools are swept.
+            let sandboxes = sandboxes.clone();
+            std::thread::spawn(move || sandboxes.sweep(tackle_sandbox::TEMP_MAX_AGE));
+        }
         // Formatters, MCP and language servers serve no single call: the default agent's policy.
         let servers_sandbox = tackle_sandbox::Confine::new(
             sandboxes.clone(),

@@ -46,7 +46,7 @@ mod sandboxes;
 mod support;
 
 pub use policy::{Backend, Mode, Network, Policy, Unavailable};
-pub use sandboxes::{Confine, Prepared, Request, Sandboxes, Status};
+pub use sandboxes::{Confine, Prepared, Request, Sandboxes, Status, TEMP_MAX_AGE};
 pub use support::{SIMULATE_NONE_ENV, Support};
 
 /// The `bwrap` the bubblewrap backend would run, or why there is none that works here.

@@ -11,6 +11,10 @@ use crate::policy::{Mode, Network, Policy, Unavailable, expand};
 use crate::proxy::{AllowList, Blocked, NetworkProxy, proxy_env};
 use crate::support::Support;
 
+/// How long a session temp directory may stay unchanged before a host's start-up sweep removes
+/// it.
+pub const TEMP_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 60 * 60);
+
 /// The cache directories created when missing, so a first `npm install` or `cargo build` can
 /// fill them.
 const CREATED_IF_MISSING: [&str; 4] = [
@@ -129,6 +133,49 @@ impl Sandboxes {
             }
         }
         Ok(dir)
+    }
+
+    /// Removes the session temp directories (`s-<hash>` under the temp root) in which nothing
+    /// changed for `max_age`, except those of sessions this process prepared a sandbox for:
+    /// sessions that never said they ended leave no temp files forever. Nothing else under the
+    /// root is touched, and a symlink named like one is left alone.
+    pub fn sweep(&self, max_age: std::time::Duration) {
+        let Ok(entries) = std::fs::read_dir(&self.temp_root) else {
+            return;
+        };
+        let live: Vec<String> = self
+            .prepared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .map(|(_, session, _)| format!("s-{}", session_hash(session)))
+            .collect();
+        let now = std::time::SystemTime::now();
+        let changed = |path: &Path| {
+            std::fs::symlink_metadata(path)
+                .and_then(|m| m.modified())
+                .ok()
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let is_session = name.len() == 18
+                && name.starts_with("s-")
+                && name[2..].bytes().all(|b| b.is_ascii_hexdigit());
+            if !is_session || live.contains(&name) || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let dir = entry.path();
+            let newest = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|child| changed(&child.path()))
+                .chain(changed(&dir))
+                .max();
+            if newest.is_some_and(|t| now.duration_since(t).is_ok_and(|age| age > max_age)) {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
     }
 
     /// Removes the session's temp directory.

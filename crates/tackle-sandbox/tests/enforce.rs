@@ -339,3 +339,32 @@ fn a_sandbox_prepared_again_follows_the_files_it_was_built_on() {
     let out = sh(&again, &f.root, "echo t > \"$TMPDIR/t\"");
     assert!(out.status.success(), "{}", text(&out));
 }
+
+#[test]
+fn the_sweep_removes_only_session_temp_directories_unchanged_for_too_long() {
+    let f = fixture();
+    let sandboxes = sandboxes(&f, Policy::default());
+    let old = sandboxes.session_temp("old").unwrap();
+    std::fs::write(old.join("left"), "x").unwrap();
+    let fresh = sandboxes.session_temp("fresh").unwrap();
+    let root = old.parent().unwrap().to_path_buf();
+    // Not a session directory: another program's, and a symlink named like one.
+    std::fs::create_dir(root.join("keep-me")).unwrap();
+    std::os::unix::fs::symlink(&f.outside, root.join("s-0123456789abcdef")).unwrap();
+    std::fs::write(f.outside.join("precious"), "p").unwrap();
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for path in [old.join("left"), old.clone()] {
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .or_else(|_| std::fs::File::open(&path))
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+    }
+    sandboxes.sweep(std::time::Duration::from_secs(60));
+    assert!(!old.exists(), "an old session's directory stays");
+    assert!(fresh.exists());
+    assert!(root.join("keep-me").exists());
+    assert!(f.outside.join("precious").exists());
+}

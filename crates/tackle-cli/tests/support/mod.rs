@@ -183,7 +183,10 @@ while True:
 "#;
 
 /// Whether `condition` holds within `limit`, checked every 50 ms (and once more at the end).
-pub(crate) fn holds_within(limit: std::time::Duration, mut condition: impl FnMut() -> bool) -> bool {
+pub(crate) fn holds_within(
+    limit: std::time::Duration,
+    mut condition: impl FnMut() -> bool,
+) -> bool {
     let deadline = std::time::Instant::now() + limit;
     while std::time::Instant::now() < deadline {
         if condition() {
