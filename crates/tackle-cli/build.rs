@@ -1,4 +1,5 @@
-//! Records the git commit the binary is built from, for `tackle --version`.
+//! Records the git commit the binary is built from, for `tackle --version`, and links it as a
+//! position-dependent executable on Linux (see ARCHITECTURE.md, "Start-up").
 
 use std::process::Command;
 
@@ -12,6 +13,12 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 fn main() {
+    // A position-independent `tackle` spends about 1.5 ms of every start applying 72,000
+    // relocations to its own pointers (copying 1.3 MB of pages); `tackle call` is a whole
+    // process per call, so that was half its budget.
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        println!("cargo:rustc-link-arg-bins=-no-pie");
+    }
     let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".to_owned());
     let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
         .is_some_and(|status| !status.is_empty());

@@ -570,3 +570,31 @@ fn tools_lists_exactly_what_call_accepts() {
         stdout(&output)
     );
 }
+
+#[test]
+fn a_one_shot_call_opens_no_snapshot_store_and_history_still_opens_it() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "one\n");
+    let output = sandbox
+        .tackle()
+        .args(["call", "read", &read_args("a.txt")])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let snapshots = sandbox.data.path().join("snapshots");
+    assert!(
+        !snapshots.exists(),
+        "a call that takes no snapshot created {}",
+        snapshots.display()
+    );
+    // Asked for history, the same kind of host opens the store on demand.
+    let output = sandbox.tackle().args(["history"]).output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(snapshots.exists());
+}

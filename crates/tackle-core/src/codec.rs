@@ -130,7 +130,11 @@ pub(crate) struct SchemaInfo {
     /// The advertised schema: standard keywords only (see `standard.rs`).
     pub(crate) schema: Arc<Value>,
     /// Validates against the schema as derived, which also accepts `null` for an optional field.
-    validator: jsonschema::Validator,
+    /// Compiled on first use: a process that settles one call compiles one tool's validator,
+    /// not every registered tool's (compiling them all was most of `tackle call`'s start-up).
+    validator: OnceLock<jsonschema::Validator>,
+    /// The schema as derived, which the validator is compiled from.
+    derived: Value,
     /// True when the schema states constraints that serde does not enforce (ranges, lengths,
     /// patterns...), so a successful serde decode must still be validated.
     has_schema_only_constraints: bool,
@@ -185,9 +189,6 @@ impl SchemaInfo {
         };
         let derived = serde_json::to_value(settings.into_generator().into_root_schema_for::<T>())
             .expect("a schemars schema always serializes");
-        let validator = jsonschema::options()
-            .build(&derived)
-            .expect("schemars produces valid JSON Schema");
         let has_schema_only_constraints = has_schema_only_constraints(&derived);
         let schema = standard_schema(&derived, role);
         let summary = summarize(&schema).into();
@@ -199,7 +200,8 @@ impl SchemaInfo {
         );
         Self {
             schema: Arc::new(schema),
-            validator,
+            validator: OnceLock::new(),
+            derived,
             has_schema_only_constraints,
             summary,
         }
@@ -238,11 +240,12 @@ impl SchemaInfo {
             };
             SchemaError::new(format!("at {location}: {error}"))
         })?;
-        let schema = standard_schema(&schema, Role::Input);
-        let summary = summarize(&schema).into();
+        let standard = standard_schema(&schema, Role::Input);
+        let summary = summarize(&standard).into();
         Ok(Self {
-            schema: Arc::new(schema),
-            validator,
+            schema: Arc::new(standard),
+            validator: OnceLock::from(validator),
+            derived: schema,
             has_schema_only_constraints: true,
             summary,
         })
@@ -285,13 +288,22 @@ impl SchemaInfo {
         })
     }
 
+    /// The compiled validator, compiled now if this is its first use.
+    fn validator(&self) -> &jsonschema::Validator {
+        self.validator.get_or_init(|| {
+            jsonschema::options()
+                .build(&self.derived)
+                .expect("schemars produces valid JSON Schema")
+        })
+    }
+
     /// Every schema violation of `value`, as field paths and messages. Empty when valid.
     pub(crate) fn field_errors(&self, value: &Value) -> Vec<FieldError> {
-        if self.validator.is_valid(value) {
+        if self.validator().is_valid(value) {
             return Vec::new();
         }
         let mut errors = self
-            .validator
+            .validator()
             .iter_errors(value)
             .map(|error| {
                 let mut path: Vec<PathSegment> = error
@@ -342,7 +354,7 @@ impl SchemaInfo {
 
     /// Checks an encoded output against this schema.
     pub(crate) fn check_output(&self, value: &Value) -> Result<(), String> {
-        if !self.has_schema_only_constraints && self.validator.is_valid(value) {
+        if !self.has_schema_only_constraints && self.validator().is_valid(value) {
             return Ok(());
         }
         let errors = self.field_errors(value);

@@ -2,7 +2,7 @@
 //! policy, ready to make turns and settle calls.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use tackle_builtins::{Ask, Gate, LocationFs, QuestionAsker, ToolEnv, tools::bash};
@@ -315,16 +315,15 @@ impl HostBuilder {
             },
             &mut warnings,
         )?;
-        let snapshots = Arc::new(
-            tackle_store::Snapshots::open_excluding(
-                &root,
-                &data_dir.join("snapshots"),
-                Some(&data_dir),
-            )
-            .map_err(HostError::store("snapshots"))?,
-        );
+        let snapshot_store = SnapshotStore {
+            root: root.clone(),
+            dir: data_dir.join("snapshots"),
+            data_dir: data_dir.clone(),
+            opened: OnceLock::new(),
+        };
         let snapshotting = config.snapshot().unwrap_or(self.snapshots);
         if snapshotting {
+            let snapshots = snapshot_store.get()?;
             // Files the default agent may not read without asking (`.env`) are never kept.
             let rules = agents.rules(&self.default_agent);
             snapshots.set_secret_filter(Arc::new(move |path| {
@@ -344,7 +343,7 @@ impl HostBuilder {
                 }
             });
         }
-        let snapshot_layer = snapshotting.then(|| {
+        let snapshot_layer = snapshot_store.opened().map(|snapshots| {
             Arc::new(policy::snapshot::SnapshotLayer::new(
                 snapshots.clone(),
                 jobs.as_ref(),
@@ -437,7 +436,7 @@ impl HostBuilder {
             feed,
             lsp: code.lsp,
             jobs,
-            snapshots,
+            snapshots: snapshot_store,
             snapshot_layer,
             session_state,
         })
@@ -510,7 +509,7 @@ pub struct Host {
     /// The background jobs; dropping the host kills them.
     jobs: Option<bash::jobs::Jobs>,
     /// The Location's snapshots and change log.
-    pub(crate) snapshots: Arc<tackle_store::Snapshots>,
+    pub(crate) snapshots: SnapshotStore,
     /// The snapshot layer, when calls are snapshotted.
     pub(crate) snapshot_layer: Option<Arc<policy::snapshot::SnapshotLayer>>,
     /// Per-session state, shared with the tools and layers.
@@ -547,7 +546,9 @@ impl Host {
     /// snapshot stat cache), for a process about to exit without dropping the host. The
     /// journal, session state and change log are committed as they go.
     pub fn persist(&self) {
-        self.snapshots.persist();
+        if let Some(snapshots) = self.snapshots.opened() {
+            snapshots.persist();
+        }
     }
 
     /// A builder for a host of the Location at `root`.
@@ -803,4 +804,33 @@ fn canonical(path: &Path) -> String {
         .unwrap_or_else(|_| path.to_path_buf())
         .to_string_lossy()
         .into_owned()
+}
+
+/// The Location's snapshots and change log, opened on first use: a host that takes no snapshots
+/// (a one-shot `tackle call`) opens them only if it is asked for history or an undo.
+pub(crate) struct SnapshotStore {
+    root: PathBuf,
+    dir: PathBuf,
+    /// tackle's data directory, never snapshotted even when it is inside the Location.
+    data_dir: PathBuf,
+    opened: OnceLock<Result<Arc<tackle_store::Snapshots>, Arc<tackle_store::SnapshotError>>>,
+}
+
+impl SnapshotStore {
+    /// The snapshots, opened now if this is their first use.
+    pub(crate) fn get(&self) -> Result<&Arc<tackle_store::Snapshots>, HostError> {
+        self.opened
+            .get_or_init(|| {
+                tackle_store::Snapshots::open_excluding(&self.root, &self.dir, Some(&self.data_dir))
+                    .map(Arc::new)
+                    .map_err(Arc::new)
+            })
+            .as_ref()
+            .map_err(|error| HostError::store("snapshots")(error.clone()))
+    }
+
+    /// The snapshots, when something opened them already.
+    pub(crate) fn opened(&self) -> Option<&Arc<tackle_store::Snapshots>> {
+        self.opened.get().and_then(|opened| opened.as_ref().ok())
+    }
 }

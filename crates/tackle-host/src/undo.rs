@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 
-use tackle_store::SnapshotError;
 use tackle_store::snapshot::revert::{self, ApplyError, Plan};
 use tackle_store::snapshot::{Change, Entry, FileChange, Kind, SessionSummary};
+use tackle_store::{SnapshotError, Snapshots};
 
 use crate::{Host, HostError};
 
@@ -180,8 +180,7 @@ fn snapshot_error(error: SnapshotError) -> HostError {
 }
 
 impl Host {
-    fn history_entry(&self, change: Change) -> HistoryEntry {
-        let snapshots = &self.snapshots;
+    fn history_entry(snapshots: &Snapshots, change: Change) -> HistoryEntry {
         let text = |entry: Option<&Entry>| revert::text(snapshots, entry).unwrap_or_default();
         let files = change
             .files
@@ -207,24 +206,34 @@ impl Host {
 
     /// The changes recorded for `session`, oldest first, each with its diffstat.
     pub fn history(&self, session: &str) -> Result<Vec<HistoryEntry>, HostError> {
-        let changes = self.snapshots.changes(session).map_err(snapshot_error)?;
-        Ok(changes.into_iter().map(|c| self.history_entry(c)).collect())
+        let snapshots = self.snapshots.get()?;
+        let changes = snapshots.changes(session).map_err(snapshot_error)?;
+        Ok(changes
+            .into_iter()
+            .map(|c| Self::history_entry(snapshots, c))
+            .collect())
     }
 
     /// The Location's last `limit` changes across every session, newest first.
     pub fn recent_history(&self, limit: usize) -> Result<Vec<HistoryEntry>, HostError> {
-        let changes = self.snapshots.recent(limit).map_err(snapshot_error)?;
-        Ok(changes.into_iter().map(|c| self.history_entry(c)).collect())
+        let snapshots = self.snapshots.get()?;
+        let changes = snapshots.recent(limit).map_err(snapshot_error)?;
+        Ok(changes
+            .into_iter()
+            .map(|c| Self::history_entry(snapshots, c))
+            .collect())
     }
 
     /// The sessions that changed this Location, the most recent first.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, HostError> {
-        self.snapshots.sessions().map_err(snapshot_error)
+        self.snapshots.get()?.sessions().map_err(snapshot_error)
     }
 
     /// The unified diff of one recorded change.
     pub fn diff(&self, change: &Change) -> String {
-        let snapshots = &self.snapshots;
+        let Ok(snapshots) = self.snapshots.get() else {
+            return String::new();
+        };
         let text = |entry: Option<&Entry>| match entry {
             Some(e) if e.kind == Kind::File => revert::text(snapshots, Some(e))
                 .unwrap_or_else(|| "(binary or not kept)\n".to_owned()),
@@ -265,7 +274,7 @@ impl Host {
         dry_run: bool,
         force: bool,
     ) -> Result<UndoReport, HostError> {
-        let snapshots = self.snapshots.clone();
+        let snapshots = self.snapshots.get()?.clone();
         let session = session.map(str::to_owned);
         let task = tokio::task::spawn_blocking(move || {
             let (session, session_chosen) = match session {
