@@ -244,11 +244,12 @@ fn no_test_is_skipped_or_expects_a_panic() {
 fn unsafe_code_is_allowed_only_in_the_pre_exec_hooks() {
     // The workspace denies unsafe code. The pre-exec hooks that set the parent-death signal
     // (the bash runner's, and the MCP client's for child servers) and the sandbox's child code
-    // (namespaces, Landlock, seccomp between fork and exec) are the exceptions; anything else
-    // needs a decision written in ARCHITECTURE.md.
+    // (namespaces, Landlock, seccomp between fork and exec) are the exceptions, with core's phase
+    // clock (one `RDTSC`); anything else needs a decision written in ARCHITECTURE.md.
     let needle = concat!("allow(", "unsafe_code)");
     let allowed = [
         "crates/tackle-builtins/src/tools/bash/run.rs",
+        "crates/tackle-core/src/clock.rs",
         "crates/tackle-mcp/src/client/child.rs",
         "crates/tackle-sandbox/src/child.rs",
         "crates/tackle-sandbox/src/sandboxes.rs",
@@ -261,6 +262,19 @@ fn unsafe_code_is_allowed_only_in_the_pre_exec_hooks() {
         }
     }
     assert_none("files that allow unsafe code", &offenders);
+}
+
+#[test]
+fn no_dependency_clock_calibrates_at_start_up() {
+    // These clocks measure the TSC against the OS clock on first use: milliseconds of CPU in a
+    // process that settles one call. Phase timings use core's `clock.rs`, which calibrates lazily.
+    let lock = read(&root().join("Cargo.lock"));
+    let offenders: Vec<String> = ["quanta", "minstant", "fastant"]
+        .into_iter()
+        .filter(|name| lock.contains(&format!("name = \"{name}\"\n")))
+        .map(str::to_owned)
+        .collect();
+    assert_none("clock crates that calibrate at start-up", &offenders);
 }
 
 /// Every `Cargo.toml` of the workspace: the root's and each crate's.

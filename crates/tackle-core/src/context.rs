@@ -33,42 +33,30 @@ pub struct Progress {
 ///   interrupted call as interrupted whatever the tool returns.
 /// - sending progress. Updates are advisory and are dropped when the host's channel is full; never
 ///   put anything there that the final output does not also carry.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Context {
     inner: Arc<ContextInner>,
+    /// Set by settlement: where sub-calls settle and where their host-side outcomes are kept.
+    /// Apart from the rest, so settling a call shares the host's identity and token.
+    scope: Option<Arc<CallScope>>,
 }
 
+#[derive(Clone)]
 struct ContextInner {
     identity: CallIdentity,
     cancellation: CancellationToken,
     progress: Option<mpsc::Sender<Progress>>,
-    /// Set by settlement: where sub-calls settle and where their host-side outcomes are kept.
-    scope: Option<CallScope>,
-}
-
-impl Clone for ContextInner {
-    fn clone(&self) -> Self {
-        Self {
-            identity: self.identity.clone(),
-            cancellation: self.cancellation.clone(),
-            progress: self.progress.clone(),
-            scope: self.scope.as_ref().map(|scope| CallScope {
-                turn: scope.turn.clone(),
-                reports: Mutex::new(lock(&scope.reports).clone()),
-            }),
-        }
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl std::fmt::Debug for ContextInner {
+impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context")
-            .field("identity", &self.identity)
-            .field("cancelled", &self.cancellation.is_cancelled())
+            .field("identity", &self.inner.identity)
+            .field("cancelled", &self.inner.cancellation.is_cancelled())
             .finish_non_exhaustive()
     }
 }
@@ -100,35 +88,27 @@ impl Context {
                 identity,
                 cancellation,
                 progress: None,
-                scope: None,
             }),
+            scope: None,
         }
     }
 
     /// The context settlement runs a call with: this one, with the call's own scope (`turn`
-    /// for its sub-calls, and nothing reported yet). A context nobody else holds is reused.
-    pub(crate) fn for_settlement(mut self, turn: Option<Arc<dyn SubSettle>>) -> Self {
+    /// for its sub-calls, and nothing reported yet).
+    pub(crate) fn for_settlement(self, turn: Option<Arc<dyn SubSettle>>) -> Self {
         let scope = CallScope {
             turn,
             reports: Mutex::new(Vec::new()),
         };
-        if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.scope = Some(scope);
-            return self;
-        }
         Self {
-            inner: Arc::new(ContextInner {
-                identity: self.inner.identity.clone(),
-                cancellation: self.inner.cancellation.clone(),
-                progress: self.inner.progress.clone(),
-                scope: Some(scope),
-            }),
+            inner: self.inner,
+            scope: Some(Arc::new(scope)),
         }
     }
 
     /// The host-side outcomes of the sub-calls settled so far through this context.
     pub(crate) fn take_sub_reports(&self) -> Vec<SubCallReport> {
-        match &self.inner.scope {
+        match &self.scope {
             Some(scope) => std::mem::take(&mut *lock(&scope.reports)),
             None => Vec::new(),
         }
@@ -138,7 +118,7 @@ impl Context {
     /// registry's `batch` reads the turn's advertised tools through it). `None` outside
     /// settlement. Settle sub-calls with [`Context::settle_sub`].
     pub fn turn(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
-        let turn = self.inner.scope.as_ref()?.turn.as_ref()?;
+        let turn = self.scope.as_ref()?.turn.as_ref()?;
         Some(turn.as_any())
     }
 
@@ -155,15 +135,15 @@ impl Context {
         if self.inner.identity.sub_call.is_some() {
             return Err(SubCallError::Nested);
         }
-        let scope = self.inner.scope.as_ref().ok_or(SubCallError::NoTurn)?;
+        let scope = self.scope.as_ref().ok_or(SubCallError::NoTurn)?;
         let turn = scope.turn.as_ref().ok_or(SubCallError::NoTurn)?;
         let cx = Context {
             inner: Arc::new(ContextInner {
                 identity: self.inner.identity.sub_call(index),
                 cancellation: self.inner.cancellation.child_token(),
                 progress: self.inner.progress.clone(),
-                scope: None,
             }),
+            scope: None,
         };
         let settlement = turn.clone().settle(cx, call).await;
         if settlement.outcome.is_for_host() {
@@ -184,6 +164,7 @@ impl Context {
                 progress: Some(progress),
                 ..inner
             }),
+            scope: self.scope,
         }
     }
 

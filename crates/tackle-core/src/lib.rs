@@ -26,6 +26,7 @@
 #![deny(missing_docs)]
 
 mod bound;
+mod clock;
 mod codec;
 mod content;
 mod context;

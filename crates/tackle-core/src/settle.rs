@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
-use quanta::Instant;
 use serde_json::Value;
 
 use crate::bound::{LimitsOverride, OutputLimits, Recovery, bound_into};
+use crate::clock::Stopwatch;
 use crate::codec::Arguments;
 use crate::content::{Content, ToolOutput};
 use crate::context::Context;
@@ -126,7 +126,8 @@ pub struct Settle<'a> {
     header: Header,
     call_limits: LimitsOverride,
     agent_limits: Option<LimitsOverride>,
-    started: Instant,
+    /// Times the phases; its first lap is the resolve phase.
+    clock: Stopwatch,
     /// What host policy tells the model about a call that runs, before its output.
     notices: Vec<String>,
 }
@@ -199,7 +200,7 @@ impl<'a> Settle<'a> {
             },
             call_limits,
             agent_limits: config.agent_limits.get(cx.agent()).copied(),
-            started: Instant::now(),
+            clock: Stopwatch::start(),
             notices: Vec::new(),
         }
     }
@@ -228,9 +229,9 @@ impl<'a> Settle<'a> {
     /// Settles a call that host policy stopped before it ran, without a result for the model:
     /// the question it had to ask was withdrawn, or the call was cancelled meanwhile. Recorded
     /// as interrupted; nothing runs.
-    pub async fn interrupt(self, reason: String) -> Settlement {
+    pub async fn interrupt(mut self, reason: String) -> Settlement {
         let timings = PhaseTimings {
-            resolve: self.started.elapsed(),
+            resolve: self.clock.lap(),
             ..PhaseTimings::default()
         };
         let outcome = Outcome::Interrupted(crate::settlement::Interruption::Reported(reason));
@@ -241,13 +242,13 @@ impl<'a> Settle<'a> {
     /// Settles a call whose name did not resolve to a runnable registration (unknown, stale):
     /// a model-facing error, bounded and recorded. Nothing runs.
     pub async fn reject(
-        self,
+        mut self,
         kind: ModelErrorKind,
         registration: Option<RegistrationId>,
         message: String,
     ) -> Settlement {
         let timings = PhaseTimings {
-            resolve: self.started.elapsed(),
+            resolve: self.clock.lap(),
             ..PhaseTimings::default()
         };
         let managed = Mutex::new(Vec::new());
@@ -277,8 +278,8 @@ impl<'a> Settle<'a> {
     pub async fn run(
         self,
         registration: RegistrationId,
-        tool: &AnyTool,
-        definition: &ToolDefinition,
+        tool: AnyTool,
+        definition: Arc<ToolDefinition>,
         arguments: Arguments,
         cx: Context,
         turn: Option<Arc<dyn SubSettle>>,
@@ -290,7 +291,7 @@ impl<'a> Settle<'a> {
             header,
             call_limits,
             agent_limits,
-            started,
+            mut clock,
             notices,
         } = self;
         let limits = Limits {
@@ -299,7 +300,7 @@ impl<'a> Settle<'a> {
             agent: agent_limits,
         };
         let mut timings = PhaseTimings {
-            resolve: started.elapsed(),
+            resolve: clock.lap(),
             ..PhaseTimings::default()
         };
         let arguments = match dialect {
@@ -313,13 +314,12 @@ impl<'a> Settle<'a> {
             managed: Mutex::new(Vec::new()),
         };
 
-        let invocation = tool.run_invocation(arguments, cx.clone()).await;
+        let (invocation, mut clock) = tool.run_invocation(arguments, cx.clone(), clock).await;
         timings.decode = invocation.timings.decode;
         timings.execute = invocation.timings.execute;
         timings.encode = invocation.timings.encode;
         timings.project = invocation.timings.project;
 
-        let bounding = Instant::now();
         let preference = Some(&definition.output_limits);
         let managed = &unfinished.managed;
         let outcome = match invocation.outcome {
@@ -348,7 +348,7 @@ impl<'a> Settle<'a> {
             InvocationOutcome::Interrupted(interruption) => Outcome::Interrupted(interruption),
             InvocationOutcome::Panicked(message) => Outcome::Defect(Defect::Panicked(message)),
         };
-        timings.bound = bounding.elapsed();
+        timings.bound = clock.lap();
         let (mut record, managed) = unfinished.disarm();
         record.outcome = outcome.kind();
         record.timings = timings;
@@ -444,17 +444,20 @@ async fn model_error(
 }
 
 /// Records the settlement of `record` (its outcome and timings set) and returns it to the host.
-async fn finish(
+///
+/// The journal takes the record when this is called; the future only waits for the commit, so
+/// it holds the settlement alone (an `async fn` would hold its arguments too, and every caller's
+/// future grows by what this one holds).
+fn finish(
     config: &SettlementConfig,
     registration: Option<RegistrationId>,
     mut record: SettlementRecord,
     outcome: Outcome,
     sub_calls: Vec<SubCallReport>,
     managed: Vec<ManagedRef>,
-) -> Settlement {
+) -> impl Future<Output = Settlement> + use<> {
     let kind = outcome.kind();
     let timings = record.timings;
-    tracing::Span::current().record("outcome", kind.as_str());
     tracing::debug!(
         target: "tackle::settle",
         resolve_us = timings.resolve.as_micros() as u64,
@@ -478,13 +481,16 @@ async fn finish(
     };
     record.model_result = settlement.model_result_json();
     record.managed = settlement.managed.clone();
-    if let Err(error) = config.journal.record(record).await {
-        settlement.outcome = Outcome::Defect(Defect::Journal {
-            error,
-            outcome: kind,
-        });
+    let committed = config.journal.record(record);
+    async move {
+        if let Err(error) = committed.await {
+            settlement.outcome = Outcome::Defect(Defect::Journal {
+                error,
+                outcome: kind,
+            });
+        }
+        settlement
     }
-    settlement
 }
 
 /// The references retained so far.

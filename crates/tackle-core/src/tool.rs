@@ -8,10 +8,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A TSC-backed clock for phase timings: a read costs a few nanoseconds instead of a syscall's
-/// worth on virtual machines.
-use quanta::Instant as PhaseClock;
-
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Either, select};
 use schemars::JsonSchema;
@@ -20,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bound::LimitsOverride;
+use crate::clock::Stopwatch;
 use crate::codec::{
     Arguments, InvalidInput, SchemaError, SchemaInfo, output_schema_info, schema_info,
 };
@@ -457,12 +454,16 @@ impl AnyTool {
     ///   `Interrupted` (`LAW-INTERRUPTION-NOT-A-RESULT`). A `Completed` output is kept: its effects
     ///   happened. A [`ToolFailure::interruption`] is `Interrupted` too, with its reason.
     /// - A panic anywhere in the tool's code becomes `Panicked`.
+    ///
+    /// `clock`'s current lap is the decode phase; the invocation laps it at each phase boundary
+    /// and hands it back.
     pub(crate) fn run_invocation(
         &self,
         arguments: Arguments,
         cx: Context,
-    ) -> impl Future<Output = Invocation> + Send + 'static {
-        self.0.invoke(arguments, cx)
+        clock: Stopwatch,
+    ) -> impl Future<Output = (Invocation, Stopwatch)> + Send + 'static {
+        self.0.invoke(arguments, cx, clock)
     }
 
     /// Runs one call through the codec boundary alone, without resolution, bound or journal: the
@@ -477,13 +478,19 @@ impl AnyTool {
         arguments: Arguments,
         cx: Context,
     ) -> impl Future<Output = Invocation> + Send + 'static {
-        self.run_invocation(arguments, cx)
+        let invocation = self.run_invocation(arguments, cx, Stopwatch::start());
+        async move { invocation.await.0 }
     }
 }
 
 trait ErasedTool: Send + Sync {
     fn definition(&self) -> &Arc<ToolDefinition>;
-    fn invoke(&self, arguments: Arguments, cx: Context) -> BoxFuture<'static, Invocation>;
+    fn invoke(
+        &self,
+        arguments: Arguments,
+        cx: Context,
+        clock: Stopwatch,
+    ) -> BoxFuture<'static, (Invocation, Stopwatch)>;
 }
 
 impl<I, O> ErasedTool for Tool<I, O>
@@ -495,18 +502,24 @@ where
         &self.inner.definition
     }
 
-    fn invoke(&self, arguments: Arguments, cx: Context) -> BoxFuture<'static, Invocation> {
+    fn invoke(
+        &self,
+        arguments: Arguments,
+        cx: Context,
+        mut clock: Stopwatch,
+    ) -> BoxFuture<'static, (Invocation, Stopwatch)> {
         let tool = self.clone();
-        let cancellation = cx.cancellation().clone();
         let mut timings = InvocationTimings::default();
         Box::pin(async move {
+            // Watch the token through a handle on the context: cloning a token takes its lock.
+            let scope = cx.clone();
+            let cancellation = scope.cancellation();
             if cancellation.is_cancelled() {
-                return Invocation {
-                    outcome: InvocationOutcome::Interrupted(Interruption::Cancelled),
-                    timings,
-                };
+                let outcome = InvocationOutcome::Interrupted(Interruption::Cancelled);
+                return (Invocation { outcome, timings }, clock);
             }
-            let run = AssertUnwindSafe(tool.run(arguments, cx, &mut timings)).catch_unwind();
+            let run = tool.run(arguments, cx, &mut timings, &mut clock);
+            let run = AssertUnwindSafe(run).catch_unwind();
             let cancelled = cancellation.cancelled();
             let outcome = match select(std::pin::pin!(run), std::pin::pin!(cancelled)).await {
                 Either::Left((Ok(outcome), _)) => match outcome {
@@ -525,7 +538,7 @@ where
                 }
                 Either::Right(((), _)) => InvocationOutcome::Interrupted(Interruption::Cancelled),
             };
-            Invocation { outcome, timings }
+            (Invocation { outcome, timings }, clock)
         })
     }
 }
@@ -540,14 +553,13 @@ where
         arguments: Arguments,
         cx: Context,
         timings: &mut InvocationTimings,
+        clock: &mut Stopwatch,
     ) -> InvocationOutcome {
         let tool = &*self.inner;
-        // One clock read per phase boundary: each phase starts when the previous one ended.
-        let started = PhaseClock::now();
+        // One clock reading per phase boundary: each phase starts where the previous one ended.
         let decoded = tool.input.decode::<I>(&arguments);
         drop(arguments);
-        let decoded_at = PhaseClock::now();
-        timings.decode = decoded_at - started;
+        timings.decode = clock.lap();
         let input = match decoded {
             Ok(input) => input,
             Err(reason) => {
@@ -561,8 +573,7 @@ where
         let kept_input = tool.project.as_ref().map(|(_, clone)| clone(&input));
 
         let result = (tool.execute)(input, cx).await;
-        let executed_at = PhaseClock::now();
-        timings.execute = executed_at - decoded_at;
+        timings.execute = clock.lap();
         let output = match result {
             Ok(output) => output,
             Err(failure) => return InvocationOutcome::Failed(failure),
@@ -582,8 +593,7 @@ where
                 "the output does not match its schema: {errors}"
             ));
         }
-        let encoded_at = PhaseClock::now();
-        timings.encode = encoded_at - executed_at;
+        timings.encode = clock.lap();
 
         let content = match (&tool.project, kept_input) {
             (Some((project, _)), Some(input)) => project(&input, &encoded),
@@ -592,7 +602,7 @@ where
                 _ => Vec::new(),
             },
         };
-        timings.project = encoded_at.elapsed();
+        timings.project = clock.lap();
         InvocationOutcome::Completed(ToolOutput {
             content,
             structured: encoded,

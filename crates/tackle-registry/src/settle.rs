@@ -53,10 +53,11 @@ impl Turn {
         );
         if span.is_disabled() {
             // No subscriber wants it: skip the per-poll enter and exit.
-            self.settle_inner(cx, call).await
-        } else {
-            self.settle_inner(cx, call).instrument(span).await
+            return self.settle_inner(cx, call).await;
         }
+        let settlement = self.settle_inner(cx, call).instrument(span.clone()).await;
+        span.record("outcome", settlement.outcome.kind().as_str());
+        settlement
     }
 
     async fn settle_inner(&self, cx: Context, call: ToolCall) -> Settlement {
@@ -85,14 +86,18 @@ impl Turn {
     }
 
     /// Settles a call after host policy: resolved and run, or stopped by a layer.
-    async fn settle_call(
+    ///
+    /// Resolution happens here, before the future is returned; the kernel's future is boxed
+    /// where it is made, so the futures around it stay small (every level of `async` nesting
+    /// copies its child's whole state at least once per call).
+    fn settle_call(
         &self,
         cx: Context,
         call: ToolCall,
         adjustments: Vec<String>,
         notices: Vec<String>,
         stopped: Option<ToolFailure>,
-    ) -> Settlement {
+    ) -> BoxFuture<'_, Settlement> {
         let (name, arguments, limits) = call.into_parts();
         let inner = &*self.inner;
         let settle = Settle::begin(
@@ -107,12 +112,11 @@ impl Turn {
         .with_notices(notices);
         match stopped {
             Some(failure) if failure.is_interruption() => {
-                return settle.interrupt(failure.to_string()).await;
+                return Box::pin(settle.interrupt(failure.to_string()));
             }
             Some(failure) => {
-                return settle
-                    .reject(ModelErrorKind::Refused, None, failure.to_string())
-                    .await;
+                let message = failure.to_string();
+                return Box::pin(settle.reject(ModelErrorKind::Refused, None, message));
             }
             None => {}
         }
@@ -123,15 +127,13 @@ impl Turn {
                 definition,
             }) => {
                 let turn: Arc<dyn SubSettle> = self.inner.clone();
-                settle
-                    .run(registration, &tool, &definition, arguments, cx, Some(turn))
-                    .await
+                Box::pin(settle.run(registration, tool, definition, arguments, cx, Some(turn)))
             }
-            Err(unresolved) => {
-                settle
-                    .reject(unresolved.kind, unresolved.registration, unresolved.message)
-                    .await
-            }
+            Err(unresolved) => Box::pin(settle.reject(
+                unresolved.kind,
+                unresolved.registration,
+                unresolved.message,
+            )),
         }
     }
 

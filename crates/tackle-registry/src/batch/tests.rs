@@ -629,8 +629,8 @@ async fn a_batch_run_outside_a_turn_runs_nothing() {
     )
     .run(
         tackle_core::RegistrationId::mint(),
-        &batch,
-        batch.definition(),
+        batch.clone(),
+        batch.definition().clone(),
         json!({ "tool_calls": [{ "tool": "x", "parameters": {} }] }).into(),
         context.clone(),
         None,
