@@ -124,7 +124,7 @@ async fn glob(
     let boundary = super::walk::Boundary::for_target(env.fs().root(), &target);
     let cancel = cx.cancellation().clone();
     let walked =
-        tokio::task::spawn_blocking(move || walk(&root, &boundary, &matcher, LIMIT, &cancel))
+        tokio::task::spawn_blocking(move || walk(&root, &boundary, matcher, LIMIT, &cancel))
             .await
             .map_err(|join| {
                 if join.is_panic() {
@@ -178,16 +178,37 @@ impl Matcher {
         })
     }
 
-    /// Whether the file at `relative` (from the searched directory) matches.
-    fn is_match(&self, relative: &Path) -> bool {
+    /// Whether the file at `path`, below the searched directory `root`, matches.
+    fn is_match(&self, root: &Path, path: &Path) -> bool {
         if self.name_only {
-            relative
-                .file_name()
+            path.file_name()
                 .is_some_and(|name| self.glob.is_match_candidate(&Candidate::new(name)))
         } else {
-            self.glob.is_match_candidate(&Candidate::new(relative))
+            below(root, path)
+                .is_some_and(|relative| self.glob.is_match_candidate(&Candidate::new(relative)))
         }
     }
+}
+
+/// `path` relative to `root`. The walker makes every path by joining names to the root, so the
+/// root's bytes and a `/` start it: comparing bytes rather than components keeps this cheap
+/// enough for every entry of a large tree.
+#[cfg(unix)]
+fn below<'p>(root: &Path, path: &'p Path) -> Option<&'p Path> {
+    use std::os::unix::ffi::OsStrExt;
+    let root = root.as_os_str().as_bytes();
+    let rest = path.as_os_str().as_bytes().strip_prefix(root)?;
+    let rest = if root.ends_with(b"/") {
+        rest
+    } else {
+        rest.strip_prefix(b"/")?
+    };
+    Some(Path::new(std::ffi::OsStr::from_bytes(rest)))
+}
+
+#[cfg(not(unix))]
+fn below<'p>(root: &Path, path: &'p Path) -> Option<&'p Path> {
+    path.strip_prefix(root).ok()
 }
 
 /// One matching file. Orders best first: newest, then by path.
@@ -276,12 +297,16 @@ struct Tally {
 fn walk(
     root: &Path,
     boundary: &super::walk::Boundary,
-    matcher: &Matcher,
+    matcher: Matcher,
     limit: usize,
     cancel: &CancellationToken,
 ) -> Walked {
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut builder = super::walk::builder(root, boundary);
+    // Files are matched as their directory is read, so the rest never reach the visitors.
+    let base = root.to_path_buf();
+    let mut builder = super::walk::builder_of(root, boundary, move |entry| {
+        matcher.is_match(&base, entry.path())
+    });
     builder.parents(true).threads(threads);
 
     let shared = Mutex::new(Tally {
@@ -291,7 +316,6 @@ fn walk(
     });
     let mut visitors = Visitors {
         root,
-        matcher,
         cancel,
         shared: &shared,
         limit,
@@ -310,7 +334,6 @@ fn walk(
 /// Makes one [`Visitor`] per walker thread.
 struct Visitors<'s> {
     root: &'s Path,
-    matcher: &'s Matcher,
     cancel: &'s CancellationToken,
     shared: &'s Mutex<Tally>,
     limit: usize,
@@ -320,7 +343,6 @@ impl<'s> ParallelVisitorBuilder<'s> for Visitors<'s> {
     fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
         Box::new(Visitor {
             root: self.root,
-            matcher: self.matcher,
             cancel: self.cancel,
             shared: self.shared,
             tally: Tally {
@@ -336,7 +358,6 @@ impl<'s> ParallelVisitorBuilder<'s> for Visitors<'s> {
 /// One walker thread's visitor; it merges its tally into the shared one when dropped.
 struct Visitor<'s> {
     root: &'s Path,
-    matcher: &'s Matcher,
     cancel: &'s CancellationToken,
     shared: &'s Mutex<Tally>,
     tally: Tally,
@@ -401,12 +422,10 @@ impl ParallelVisitor for Visitor<'_> {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             return WalkState::Continue;
         }
-        let Ok(relative) = entry.path().strip_prefix(self.root) else {
+        // The walker's filter let through only matching files.
+        let Some(relative) = below(self.root, entry.path()) else {
             return WalkState::Continue;
         };
-        if !self.matcher.is_match(relative) {
-            return WalkState::Continue;
-        }
         let modified = self.modified(&entry);
         self.tally.total += 1;
         // Most files lose to the kept ones: allocate only for those that win.

@@ -42,13 +42,48 @@ impl Readable {
     /// allowed at once. A path that cannot be resolved is not shown. Blocking.
     /// Another session's saved output is never shown.
     pub(crate) fn shows(&self, path: &Path) -> bool {
-        let Ok(real) = std::fs::canonicalize(path) else {
-            return false;
+        std::fs::canonicalize(path).is_ok_and(|real| self.shows_real(&real))
+    }
+
+    /// Like [`shows`](Self::shows), for a file a walk found: one that is not itself a symlink is
+    /// resolved through its directory's real path, which `dirs` keeps, so the files of one
+    /// directory cost one path lookup between them.
+    #[cfg(feature = "search")]
+    pub(crate) fn shows_found(&self, dirs: &mut RealDirs, path: &Path, is_link: bool) -> bool {
+        let real = if is_link {
+            std::fs::canonicalize(path).ok()
+        } else {
+            dirs.real(path)
         };
-        !self.env.foreign_output(&self.cx, &real)
+        real.is_some_and(|real| self.shows_real(&real))
+    }
+
+    fn shows_real(&self, real: &Path) -> bool {
+        !self.env.foreign_output(&self.cx, real)
             && self
                 .judgment
-                .allows(&read_ask(&self.env.fs.name_of_real(&real)))
+                .allows(&read_ask(&self.env.fs.name_of_real(real)))
+    }
+}
+
+/// The real path of the directory a walker thread saw last.
+#[cfg(feature = "search")]
+#[derive(Debug, Default)]
+pub(crate) struct RealDirs {
+    last: Option<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
+#[cfg(feature = "search")]
+impl RealDirs {
+    /// The real path of `path`, a file that is not a symlink: its directory's real path and its
+    /// name. None when the directory cannot be resolved.
+    fn real(&mut self, path: &Path) -> Option<std::path::PathBuf> {
+        let (dir, name) = (path.parent()?, path.file_name()?);
+        if self.last.as_ref().is_none_or(|(seen, _)| seen != dir) {
+            let real = std::fs::canonicalize(dir).ok()?;
+            self.last = Some((dir.to_path_buf(), real));
+        }
+        self.last.as_ref().map(|(_, real)| real.join(name))
     }
 }
 

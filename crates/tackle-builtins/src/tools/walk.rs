@@ -80,10 +80,33 @@ pub(crate) fn admits(entry: &DirEntry, boundary: &Boundary) -> bool {
 
 /// A walker of `root` with the shared rules: ignore files respected (also outside git), hidden
 /// files kept, symlinks followed within `boundary` (with loop protection), `.git` and temporary
-/// files left out. Callers add their own settings (threads, parents, extra filters).
+/// files left out. Callers add their own settings (threads, parents).
 pub(crate) fn builder(root: &Path, boundary: &Boundary) -> WalkBuilder {
-    let mut builder = WalkBuilder::new(root);
     let boundary = boundary.clone();
+    let mut builder = base(root);
+    builder.filter_entry(move |entry| admits(entry, &boundary));
+    builder
+}
+
+/// Like [`builder`], but an entry that is not a directory is yielded only when `wanted` accepts
+/// it. The test runs as the walker reads the directory, so an unwanted file never reaches the
+/// walker's queue or the visitor: on a large tree with a narrow pattern that is most of the walk.
+pub(crate) fn builder_of(
+    root: &Path,
+    boundary: &Boundary,
+    wanted: impl Fn(&DirEntry) -> bool + Send + Sync + 'static,
+) -> WalkBuilder {
+    let boundary = boundary.clone();
+    let mut builder = base(root);
+    builder.filter_entry(move |entry| {
+        admits(entry, &boundary) && (entry.file_type().is_some_and(|t| t.is_dir()) || wanted(entry))
+    });
+    builder
+}
+
+/// The settings every walk shares, without a filter.
+fn base(root: &Path) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(root);
     builder
         .hidden(false)
         .follow_links(true)
@@ -91,7 +114,6 @@ pub(crate) fn builder(root: &Path, boundary: &Boundary) -> WalkBuilder {
         .git_global(true)
         .git_exclude(true)
         .ignore(true)
-        .require_git(false)
-        .filter_entry(move |entry| admits(entry, &boundary));
+        .require_git(false);
     builder
 }

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use proptest::prelude::*;
 use serde_json::{Value, json};
 use tackle_core::{CallIdentity, CancellationToken, Context, InvocationOutcome};
 
@@ -320,5 +321,120 @@ async fn a_cancelled_call_stops_the_walk() {
     if let InvocationOutcome::Completed(output) = outcome {
         let text = output.content[0].as_text().unwrap_or_default();
         assert!(text.contains("cancelled"), "{text}");
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_linked_file_is_matched_by_the_link_name_and_ranked_by_the_target_mtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "real/target.txt", "");
+    set_mtime(root, "real/target.txt", 5_000);
+    write(root, "older.rs", "");
+    set_mtime(root, "older.rs", 1_000);
+    // The link's own name decides the match; the file it leads to gives the mtime.
+    std::os::unix::fs::symlink(root.join("real/target.txt"), root.join("link.rs")).unwrap();
+    std::os::unix::fs::symlink(root.join("older.rs"), root.join("real/alias.txt")).unwrap();
+    let env = env(root);
+    assert_eq!(
+        lines(&env, json!({"pattern": "*.rs"})).await,
+        ["link.rs", "older.rs"]
+    );
+    assert_eq!(
+        lines(&env, json!({"pattern": "real/*.txt"})).await,
+        ["real/target.txt", "real/alias.txt"]
+    );
+}
+
+#[tokio::test]
+async fn an_ignored_file_is_neither_shown_nor_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, ".gitignore", "*.log\nbuild/\n");
+    for i in 0..120 {
+        write(root, &format!("src/f{i:03}.log"), "");
+        write(root, &format!("build/f{i:03}.rs"), "");
+    }
+    write(root, "src/kept.rs", "");
+    let env = env(root);
+    let (err, text, structured) = call(&env, json!({"pattern": "**/*.{rs,log}"})).await;
+    assert!(!err, "{text}");
+    assert_eq!(text, "src/kept.rs");
+    let structured = structured.unwrap();
+    assert_eq!((structured.total, structured.shown), (1, 1));
+}
+
+/// A tree for the model test: files named from a small set so paths and mtimes collide.
+fn tree_strategy() -> impl Strategy<Value = Vec<(String, u64)>> {
+    let dirs = prop::sample::select(&["", "a/", "a/b/", "c/"][..]);
+    let names = prop::sample::select(&["x", "y", "z", "w"][..]);
+    let extensions = prop::sample::select(&["rs", "txt"][..]);
+    // Three distinct mtimes make ties common.
+    let mtimes = prop::sample::select(&[1_000_u64, 2_000, 3_000][..]);
+    prop::collection::vec(
+        (dirs, names, extensions, mtimes)
+            .prop_map(|(dir, name, ext, mtime)| (format!("{dir}{name}.{ext}"), mtime)),
+        0..40,
+    )
+}
+
+fn cases() -> u32 {
+    if std::env::var_os("TACKLE_DEEP").is_some() {
+        1_000
+    } else {
+        24
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    /// The walk on every core keeps exactly what a sort of every match would: the newest
+    /// `limit` files, ties broken by path, and the true total.
+    #[test]
+    fn the_walk_keeps_the_newest_files_and_counts_them_all(
+        files in tree_strategy(),
+        limit in 0_usize..6,
+        name_only in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let mut model = std::collections::BTreeMap::new();
+        for (relative, mtime) in &files {
+            write(&root, relative, "");
+            set_mtime(&root, relative, *mtime);
+            model.insert(relative.clone(), *mtime);
+        }
+        let pattern = if name_only { "*.rs" } else { "a/**/*.rs" };
+        let mut expected: Vec<(u64, String)> = model
+            .iter()
+            .filter(|(path, _)| {
+                path.ends_with(".rs") && (name_only || path.starts_with("a/"))
+            })
+            .map(|(path, mtime)| (*mtime, path.clone()))
+            .collect();
+        let total = expected.len();
+        expected.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        expected.truncate(limit);
+
+        let walked = super::walk(
+            &root,
+            &crate::tools::walk::Boundary::new(&root),
+            super::Matcher::new(pattern).unwrap(),
+            limit,
+            &CancellationToken::new(),
+        );
+        let kept: Vec<(u64, String)> = walked
+            .kept
+            .iter()
+            .map(|found| {
+                let secs = found.modified.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+                (secs, found.relative.to_string_lossy().into_owned())
+            })
+            .collect();
+        prop_assert_eq!(kept, expected);
+        prop_assert_eq!(walked.total, total);
+        prop_assert_eq!(walked.errors, 0);
     }
 }

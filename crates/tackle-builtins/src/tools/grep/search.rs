@@ -21,7 +21,7 @@ use grep::searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch
 use ignore::gitignore::GitignoreBuilder;
 use ignore::{WalkBuilder, WalkState};
 
-use crate::tools::readable::Readable;
+use crate::tools::readable::{Readable, RealDirs};
 use crate::tools::walk::{self, Boundary};
 
 /// Matched lines are cut to this many characters.
@@ -141,6 +141,7 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
             .heap_limit(Some(HEAP_LIMIT))
             .build();
         let matcher = query.matcher.clone();
+        let mut dirs = RealDirs::default();
         let shared = &shared;
         let query = &query;
         let stopped = &stopped;
@@ -164,7 +165,10 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
             if !included(query, entry.path()) {
                 return WalkState::Continue;
             }
-            if !query.readable.shows(entry.path()) {
+            if !query
+                .readable
+                .shows_found(&mut dirs, entry.path(), entry.path_is_symlink())
+            {
                 shared.withheld.fetch_add(1, Ordering::Relaxed);
                 return WalkState::Continue;
             }
@@ -200,10 +204,19 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
 }
 
 /// The walker: the shared rules of [`walk`](crate::tools::walk), on every core; a root that its
-/// parents' rules ignore was asked for by name, so it is searched whole.
+/// parents' rules ignore was asked for by name, so it is searched whole. Files the include glob
+/// rejects are dropped as their directory is read.
 fn walker(query: &Query, boundary: &Boundary) -> WalkBuilder {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut builder = walk::builder(&query.root, boundary);
+    let mut builder = match &query.include {
+        Some(glob) => {
+            let (glob, root) = (glob.clone(), query.root.clone());
+            walk::builder_of(&query.root, boundary, move |entry| {
+                includes(&glob, &root, entry.path())
+            })
+        }
+        None => walk::builder(&query.root, boundary),
+    };
     builder
         .threads(threads)
         .parents(!ignored_by_parents(&query.root));
@@ -256,15 +269,21 @@ fn is_loop(error: &ignore::Error) -> bool {
     }
 }
 
-/// Whether the include glob accepts `path`: its name, or its path below the root.
+/// Whether the include glob accepts `path`. The walker's filter has checked every file but a
+/// file named as the root.
 fn included(query: &Query, path: &Path) -> bool {
-    let Some(glob) = &query.include else {
-        return true;
-    };
+    query
+        .include
+        .as_ref()
+        .is_none_or(|glob| includes(glob, &query.root, path))
+}
+
+/// Whether `glob` accepts `path`: its name, or its path below `root`.
+fn includes(glob: &GlobMatcher, root: &Path, path: &Path) -> bool {
     if path.file_name().is_some_and(|name| glob.is_match(name)) {
         return true;
     }
-    path.strip_prefix(&query.root)
+    path.strip_prefix(root)
         .is_ok_and(|relative| !relative.as_os_str().is_empty() && glob.is_match(relative))
 }
 

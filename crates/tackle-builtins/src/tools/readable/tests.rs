@@ -109,6 +109,7 @@ proptest! {
     fn no_tool_shows_content_whose_read_is_not_allowed(
         files in prop::sample::subsequence(NAMES, 1..=NAMES.len()),
         links in prop::collection::vec(any::<prop::sample::Index>(), 0..3),
+        dir_link in any::<bool>(),
         rules in prop::collection::vec(
             (prop::sample::select(PATTERNS), prop::sample::select(&[Action::Allow, Action::Ask, Action::Deny][..])),
             0..5,
@@ -122,11 +123,16 @@ proptest! {
             std::fs::write(&path, format!("{}\n", secret(index))).unwrap();
         }
         // Links at the root to some of the files: `link0` → `src/.env`.
-        let mut link_targets = Vec::new();
+        let mut link_names = Vec::new();
         for (number, index) in links.iter().enumerate() {
             let target = index.index(files.len());
             std::os::unix::fs::symlink(root.join(files[target]), root.join(format!("link{number}"))).unwrap();
-            link_targets.push((format!("link{number}"), target));
+            link_names.push(format!("link{number}"));
+        }
+        // A link to a directory: the files below it are not links, their directory is.
+        if dir_link && root.join("src").is_dir() {
+            std::os::unix::fs::symlink(root.join("src"), root.join("linkdir")).unwrap();
+            link_names.push("linkdir".to_owned());
         }
         let mut ruleset = Ruleset::new();
         ruleset.push(Rule::new("*", "*", Action::Allow, RuleSource::Default));
@@ -152,7 +158,7 @@ proptest! {
         // The whole tree, each directory, each file and each link, by grep and by read.
         let mut paths: Vec<String> = vec![".".to_owned(), "src".to_owned(), "docs".to_owned()];
         paths.extend(files.iter().map(|name| (*name).to_owned()));
-        paths.extend(link_targets.iter().map(|(link, _)| link.clone()));
+        paths.extend(link_names.iter().cloned());
         paths.push(root.join(files[0]).to_string_lossy().into_owned());
         for path in &paths {
             let grep = runtime.block_on(run(&env, "grep", json!({"pattern": "SECRET-", "path": path})));
