@@ -27,7 +27,7 @@ impl Journal for DiscardJournal {
 }
 
 /// A Location at `root` with the file and search tools registered, as a host has them.
-pub struct Host {
+pub(crate) struct Host {
     turn: Turn,
     _location: Location,
     _registrations: Vec<Registration>,
@@ -35,7 +35,7 @@ pub struct Host {
 
 impl Host {
     /// The host of the Location at `root` (canonical).
-    pub fn open(root: &Path) -> Self {
+    pub(crate) fn open(root: &Path) -> Self {
         let env = ToolEnv::new(LocationFs::new(root).expect("the Location fs"));
         let config =
             SettlementConfig::new(Arc::new(MemoryOutputStore::new()), Arc::new(DiscardJournal));
@@ -56,7 +56,7 @@ impl Host {
     }
 
     /// Settles one call and returns the text the model reads; panics on an error result.
-    pub async fn call(&self, tool: &str, arguments: &Value) -> String {
+    pub(crate) async fn call(&self, tool: &str, arguments: &Value) -> String {
         let cx = Context::new(
             CallIdentity::new("session-1", "build", "message-1", "call-1"),
             CancellationToken::new(),
