@@ -1,15 +1,20 @@
 //! Round-trip latency of a small `read` call over `tackle serve`'s stdio, with in-process references.
 //!
-//! Run: `cargo bench -p tackle-cli --bench serve_latency`. It measures three targets in one run,
+//! Run: `cargo bench -p tackle-cli --bench serve_latency`. It measures four targets in one run,
 //! each reading the same 20-line file:
 //!
 //! - (a) the call settled in-process through the registry, with no MCP;
 //! - (b) the call over MCP to an in-process `tackle_mcp` server on a tokio duplex pipe;
-//! - (c) the call over MCP to a real `tackle serve` child process on stdio.
+//! - (c) the call over MCP to a real `tackle serve` child process on stdio;
+//! - (d) the reference: the Node `@modelcontextprotocol/server-filesystem`'s `read_text_file`
+//!   on stdio, the same client (installed by `scripts/install-reference-server.sh`; the bench
+//!   looks for it where that script puts it, or at `$TACKLE_REFERENCE_SERVER`, and skips the
+//!   row with a note when it or `node` is missing).
 //!
 //! For each: the median and p90 of 200 sequential calls after 20 warm-up calls, then 50
 //! concurrent calls (wall time for all, and the median per call). Machines are noisy, so read
-//! the ratios of (c) to (a) and (b), not the absolute figures.
+//! the ratios of (c) to (a), (b) and (d), not the absolute figures: (c)/(d) is the server's
+//! time per `read` round trip against the reference's, the client's own cost in both.
 //!
 //! The in-process host mirrors the CLI's: the same SQLite journal and session state, the file
 //! output store, the `build` preset rules behind a permission gate, and an approver that allows
@@ -102,6 +107,11 @@ async fn run(plan: Plan) {
     let child_data = data_dir();
     let child_client = spawn_serve(root.path(), child_data.path()).await;
     let child = Arc::new(Target::Mcp(child_client.peer().clone()));
+    let reference_client = spawn_reference(root.path()).await;
+    let reference = reference_client
+        .as_ref()
+        .map(|client| Arc::new(Target::Reference(client.peer().clone())));
+    let reference_arguments = json!({ "path": file.to_string_lossy() });
 
     // Each target must read the file correctly before anything is timed.
     for target in [&settle, &duplex, &child] {
@@ -109,6 +119,13 @@ async fn run(plan: Plan) {
         assert!(
             body.contains("     1\tline 1 of the file"),
             "unexpected read output: {body}"
+        );
+    }
+    if let Some(reference) = &reference {
+        let body = reference.call(&reference_arguments).await.1;
+        assert!(
+            body.starts_with("line 1 of the file"),
+            "unexpected reference output: {body}"
         );
     }
 
@@ -126,7 +143,11 @@ async fn run(plan: Plan) {
             measure(&child, &arguments, plan).await,
         ),
     ];
-    print_table(plan, &rows);
+    let reference = match &reference {
+        Some(reference) => Some(measure(reference, &reference_arguments, plan).await),
+        None => None,
+    };
+    print_table(plan, &rows, reference.as_ref());
 
     duplex_client
         .cancel()
@@ -134,7 +155,48 @@ async fn run(plan: Plan) {
         .expect("close the duplex client");
     drop(serving);
     child_client.cancel().await.expect("close the child client");
+    if let Some(client) = reference_client {
+        client.cancel().await.expect("close the reference client");
+    }
     drop(host);
+}
+
+/// The reference server's entry script: `$TACKLE_REFERENCE_SERVER`, or where
+/// `scripts/install-reference-server.sh` installs it.
+fn reference_entry() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TACKLE_REFERENCE_SERVER") {
+        return Some(PathBuf::from(path));
+    }
+    let cache = match std::env::var_os("TACKLE_SERVER_CACHE") {
+        Some(cache) => PathBuf::from(cache),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/tackle-ci/servers"),
+    };
+    let entry = cache
+        .join("filesystem/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    entry.is_file().then_some(entry)
+}
+
+/// Spawns the Node reference server on `root` and initializes a client, or says why not.
+async fn spawn_reference(root: &Path) -> Option<RunningService<RoleClient, ()>> {
+    let Some(entry) = reference_entry() else {
+        println!("(d) skipped: run scripts/install-reference-server.sh to compare with Node");
+        return None;
+    };
+    let mut command = tokio::process::Command::new("node");
+    command.arg(&entry).arg(root);
+    let transport = match TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok((transport, _stderr)) => transport,
+        Err(error) => {
+            println!("(d) skipped: cannot start node {}: {error}", entry.display());
+            return None;
+        }
+    };
+    let client = ().serve(transport).await.expect("initialize the reference server");
+    client.list_all_tools().await.expect("tools/list");
+    Some(client)
 }
 
 /// A data directory with a private `tmp` inside, as the e2e tests use.
@@ -166,8 +228,10 @@ async fn spawn_serve(root: &Path, data: &Path) -> RunningService<RoleClient, ()>
 enum Target {
     /// Settles through the turn directly.
     Settle { turn: Turn, next: AtomicU64 },
-    /// Calls `tools/call` over an MCP connection.
+    /// Calls `tools/call` of `read` over an MCP connection.
     Mcp(Peer<RoleClient>),
+    /// Calls `tools/call` of the reference server's `read_text_file`.
+    Reference(Peer<RoleClient>),
 }
 
 impl Target {
@@ -196,11 +260,15 @@ impl Target {
                     .join("\n");
                 (elapsed, text)
             }
-            Self::Mcp(peer) => {
+            Self::Mcp(peer) | Self::Reference(peer) => {
                 let Value::Object(object) = arguments.clone() else {
                     panic!("the arguments are not an object");
                 };
-                let params = CallToolRequestParams::new("read").with_arguments(object);
+                let tool = match self {
+                    Self::Reference(_) => "read_text_file",
+                    _ => "read",
+                };
+                let params = CallToolRequestParams::new(tool).with_arguments(object);
                 let started = Instant::now();
                 let response = peer
                     .call_tool_once(params)
@@ -210,9 +278,9 @@ impl Target {
                 let CallToolResponse::Complete(result) = response else {
                     panic!("unexpected response: {response:?}");
                 };
-                assert_eq!(
+                assert_ne!(
                     result.is_error,
-                    Some(false),
+                    Some(true),
                     "read failed over MCP: {result:?}"
                 );
                 (elapsed, text_of(&result))
@@ -296,7 +364,7 @@ fn ratio(a: Duration, b: Duration) -> String {
     format!("{:.1}x", a.as_secs_f64() / b.as_secs_f64())
 }
 
-fn print_table(plan: Plan, rows: &[(&str, Figures); 3]) {
+fn print_table(plan: Plan, rows: &[(&str, Figures); 3], reference: Option<&Figures>) {
     println!(
         "serve_latency: `read` of a {LINES}-line file; {} sequential calls after {} warm-up, \
          then {} concurrent (times in µs)",
@@ -306,7 +374,8 @@ fn print_table(plan: Plan, rows: &[(&str, Figures); 3]) {
         "{:<28} {:>11} {:>11} {:>11} {:>11}",
         "target", "seq median", "seq p90", "conc wall", "conc median"
     );
-    for (name, f) in rows {
+    let reference_row = reference.map(|f| ("(d) Node reference, stdio", f));
+    for (name, f) in rows.iter().map(|(name, f)| (*name, f)).chain(reference_row) {
         println!(
             "{:<28} {:>11} {:>11} {:>11} {:>11}",
             name,
@@ -317,7 +386,9 @@ fn print_table(plan: Plan, rows: &[(&str, Figures); 3]) {
         );
     }
     let child = &rows[2].1;
-    for (label, reference) in [("(c)/(a)", &rows[0].1), ("(c)/(b)", &rows[1].1)] {
+    let versus_reference = reference.map(|f| ("(c)/(d)", f));
+    let references = [("(c)/(a)", &rows[0].1), ("(c)/(b)", &rows[1].1)];
+    for (label, reference) in references.into_iter().chain(versus_reference) {
         println!(
             "{:<28} {:>11} {:>11} {:>11} {:>11}",
             label,

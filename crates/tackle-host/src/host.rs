@@ -11,7 +11,8 @@ use tackle_mcp::ClientCalls;
 use tackle_permission::{PermissionService, PresetContext};
 use tackle_registry::{Layers, Location, SettlementConfig, ToolRegistry, Turn};
 use tackle_store::{
-    DEFAULT_RETENTION, FsOutputStore, SqliteJournal, SqliteSavedApprovals, SqliteSessionState,
+    Acknowledge, DEFAULT_RETENTION, FsOutputStore, SqliteJournal, SqliteSavedApprovals,
+    SqliteSessionState,
 };
 
 use crate::agents::Agents;
@@ -191,12 +192,14 @@ impl HostBuilder {
             std::thread::spawn(move || bash::sweep_spools(&spool_dir, bash::SPOOL_MAX_AGE));
         }
         let journal_path = data_dir.join("journal.sqlite3");
-        let journal = SqliteJournal::open(&journal_path).map_err(HostError::store("journal"))?;
-        let approvals = SqliteSavedApprovals::open(&journal_path)
-            .map_err(HostError::store("saved approvals"))?;
-        let session_state = Arc::new(
-            SqliteSessionState::open(&journal_path).map_err(HostError::store("session state"))?,
-        );
+        // One connection for the file: the journal's, shared by the stores beside it. Rows and
+        // session state are committed by its writer thread, off the calls' path; the host
+        // flushes them when it persists or drops.
+        let journal = SqliteJournal::open(&journal_path)
+            .map_err(HostError::store("journal"))?
+            .acknowledging(Acknowledge::Queued);
+        let approvals = SqliteSavedApprovals::beside(&journal);
+        let session_state = Arc::new(SqliteSessionState::beside(&journal));
 
         // Created here so the preset can allow its canonical path.
         let _ = std::fs::create_dir_all(&spool_dir);
@@ -264,10 +267,7 @@ impl HostBuilder {
             false => None,
             true => {
                 // Every start, input, kill and end, under the identity of its call.
-                let log = Arc::new(
-                    tackle_store::SqliteJobLog::open(&journal_path)
-                        .map_err(HostError::store("job log"))?,
-                );
+                let log = Arc::new(tackle_store::SqliteJobLog::beside(&journal));
                 let sink: bash::jobs::JobEventSink = Arc::new(move |event| {
                     log.append(&tackle_store::JobLogRow {
                         session: event.session.clone(),
@@ -516,6 +516,14 @@ pub struct Host {
     session_state: Arc<SqliteSessionState>,
 }
 
+impl Drop for Host {
+    fn drop(&mut self) {
+        // Whatever else still holds the database (a task that outlives the host), what this
+        // host queued is committed when it goes.
+        self.flush_stores();
+    }
+}
+
 /// How long background jobs and language servers get at shutdown to stop on their own before
 /// their process groups are killed: short, so a host that gives its server 500 ms to exit after
 /// SIGINT (Claude Code) never has to kill it.
@@ -542,12 +550,20 @@ impl Host {
         self.mcp.stop();
     }
 
-    /// Writes what is kept only in memory and is worth keeping for the next process (the
-    /// snapshot stat cache), for a process about to exit without dropping the host. The
-    /// journal, session state and change log are committed as they go.
+    /// Writes what is kept only in memory or queued and is worth keeping for the next process
+    /// (the journal's and session state's queued rows, the snapshot stat cache), for a process
+    /// about to exit without dropping the host. The change log is committed as it goes.
     pub fn persist(&self) {
+        self.flush_stores();
         if let Some(snapshots) = self.snapshots.opened() {
             snapshots.persist();
+        }
+    }
+
+    /// Commits the journal's and session state's queued rows (one writer serves both).
+    fn flush_stores(&self) {
+        if let Err(error) = self.session_state.flush() {
+            tracing::error!(%error, "the journal or session state lost writes");
         }
     }
 

@@ -1,23 +1,23 @@
 //! Saved approvals in SQLite: the "always" answers of the user, per project, kept in the same
 //! database file as the settlement journal.
 //!
-//! The store opens its own connection on the journal's file. The database runs in WAL mode, so
-//! this connection and the journal's writer and reader work side by side; a save that meets the
-//! journal's write lock waits for it (up to the busy timeout) rather than failing.
+//! Opened [`beside`](SqliteSavedApprovals::beside) the journal, the store uses the journal's
+//! connection; a save is committed before it returns (an answer the user gave must not wait in a
+//! queue), and one that meets another process's write lock waits for it (up to the busy timeout)
+//! rather than failing.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, params};
+use rusqlite::params;
 use tackle_permission::{SavedApprovals, SavedApprovalsError};
 
 use crate::SqliteJournal;
+use crate::database::Database;
+use crate::journal::Durability;
 
-/// How long a statement waits for another connection's lock before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-const SCHEMA: &str = "
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS approvals (
     project TEXT NOT NULL,
     permission TEXT NOT NULL,
@@ -39,20 +39,24 @@ const SELECT: &str = "SELECT permission, pattern FROM approvals WHERE project = 
 /// - calling [`save`](SavedApprovals::save) or [`load`](SavedApprovals::load) on an async
 ///   runtime: both are short blocking database calls.
 pub struct SqliteSavedApprovals {
-    path: PathBuf,
-    conn: Mutex<Connection>,
+    database: Arc<Database>,
 }
 
 impl SqliteSavedApprovals {
     /// Opens (or creates) the approvals table in the database at `path`, creating missing parent
-    /// directories. Pass the journal's [`path`](SqliteJournal::path) to share its file.
+    /// directories, with a connection of its own. [`beside`](Self::beside) shares an open
+    /// journal's instead.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
-        let path = path.as_ref().to_path_buf();
-        let conn = open_side_connection(&path, "saved approvals", SCHEMA)?;
         Ok(Self {
-            path,
-            conn: Mutex::new(conn),
+            database: Database::open(path.as_ref(), "saved approvals", Durability::Normal)?,
         })
+    }
+
+    /// Saved approvals in `journal`'s database, through its connection.
+    pub fn beside(journal: &SqliteJournal) -> Self {
+        Self {
+            database: journal.database().clone(),
+        }
     }
 
     /// The journal's default location, where approvals are kept by default.
@@ -62,13 +66,13 @@ impl SqliteSavedApprovals {
 
     /// Where these approvals live.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.database.path()
     }
 
     fn failed(&self, action: &str, e: rusqlite::Error) -> SavedApprovalsError {
         SavedApprovalsError(format!(
             "cannot {action} saved approvals {}: {e}",
-            self.path.display()
+            self.path().display()
         ))
     }
 }
@@ -98,52 +102,37 @@ pub enum OpenError {
         /// Why.
         source: rusqlite::Error,
     },
-}
-
-/// Opens a connection beside the journal's on the database at `path` (creating missing parent
-/// directories) and creates `schema`. `what` names the data in errors. Leaves `user_version` to
-/// the journal.
-pub(crate) fn open_side_connection(
-    path: &Path,
-    what: &'static str,
-    schema: &str,
-) -> Result<Connection, OpenError> {
-    let database = |action: &'static str| {
-        move |source: rusqlite::Error| OpenError::Database {
-            what,
-            action,
-            path: path.to_path_buf(),
-            source,
-        }
-    };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|source| OpenError::Directory {
-            what,
-            path: path.to_path_buf(),
-            source,
-        })?;
-    }
-    let conn = Connection::open(path).map_err(database("open"))?;
-    let prepare = || -> rusqlite::Result<()> {
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        // No checkpoint on close, as for the journal's own connections: stopping stays quick.
-        conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-            true,
-        )?;
-        // A no-op when the journal already switched the file to WAL.
-        let _mode: String =
-            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.execute_batch(schema)
-    };
-    prepare().map_err(database("initialize"))?;
-    Ok(conn)
+    /// The file was written by a newer tackle.
+    #[error(
+        "cannot open {what} {}: schema version {found} is newer than this build understands \
+         ({supported}); use the tackle that wrote it or another data directory",
+        path.display()
+    )]
+    NewerSchema {
+        /// What was being opened.
+        what: &'static str,
+        /// The database file.
+        path: PathBuf,
+        /// The file's `user_version`.
+        found: i64,
+        /// The newest version this build reads.
+        supported: i64,
+    },
+    /// The file cannot be put in WAL mode, which concurrent readers and writers need.
+    #[error("cannot open {what} {}: the database refused WAL mode (it is in {mode} mode)", path.display())]
+    NotWal {
+        /// What was being opened.
+        what: &'static str,
+        /// The database file.
+        path: PathBuf,
+        /// The journal mode the file is in.
+        mode: String,
+    },
 }
 
 impl SavedApprovals for SqliteSavedApprovals {
     fn load(&self, project: &str) -> Result<Vec<(String, String)>, SavedApprovalsError> {
-        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let conn = self.database.connection();
         let read = || -> rusqlite::Result<Vec<(String, String)>> {
             let mut statement = conn.prepare_cached(SELECT)?;
             let rows = statement.query_map([project], |row| Ok((row.get(0)?, row.get(1)?)))?;
@@ -158,7 +147,7 @@ impl SavedApprovals for SqliteSavedApprovals {
         permission: &str,
         pattern: &str,
     ) -> Result<(), SavedApprovalsError> {
-        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let conn = self.database.connection();
         conn.prepare_cached(INSERT)
             .and_then(|mut insert| insert.execute(params![project, permission, pattern, now_ms()]))
             .map(drop)
@@ -169,7 +158,7 @@ impl SavedApprovals for SqliteSavedApprovals {
 impl std::fmt::Debug for SqliteSavedApprovals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteSavedApprovals")
-            .field("path", &self.path)
+            .field("path", &self.path())
             .finish_non_exhaustive()
     }
 }

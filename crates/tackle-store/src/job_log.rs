@@ -2,13 +2,19 @@
 //! under the identity of the call it belongs to.
 
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Arc;
 
-use rusqlite::{Connection, params};
+use rusqlite::params;
 
-use crate::approvals::{now_ms, open_side_connection};
+use crate::SqliteJournal;
+use crate::database::{Database, Job};
+use crate::journal::Durability;
 
-const SCHEMA: &str = "
+pub(crate) const INSERT: &str = "
+INSERT INTO job_events (session, message, call, job, event, detail, at_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS job_events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     session TEXT NOT NULL,
@@ -39,9 +45,10 @@ pub struct JobLogRow {
     pub detail: String,
 }
 
-/// The job log, usually in the journal's own file.
+/// The job log, usually in the journal's own file. Events are queued to the database's writer
+/// thread; [`events`](SqliteJobLog::events) waits for the queue first.
 pub struct SqliteJobLog {
-    conn: Mutex<Connection>,
+    database: Arc<Database>,
 }
 
 impl std::fmt::Debug for SqliteJobLog {
@@ -51,39 +58,43 @@ impl std::fmt::Debug for SqliteJobLog {
 }
 
 impl SqliteJobLog {
-    /// Opens (or creates) the log's table in the database at `path`.
+    /// Opens (or creates) the log's table in the database at `path`, with a connection of its
+    /// own. [`beside`](Self::beside) shares an open journal's instead.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, crate::OpenError> {
-        let conn = open_side_connection(path.as_ref(), "job log", SCHEMA)?;
         Ok(Self {
-            conn: Mutex::new(conn),
+            database: Database::open(path.as_ref(), "job log", Durability::Normal)?,
         })
+    }
+
+    /// The job log in `journal`'s database, through its connection and writer thread.
+    pub fn beside(journal: &SqliteJournal) -> Self {
+        Self {
+            database: journal.database().clone(),
+        }
     }
 
     /// Appends one event. A failure is logged: a job's record must never stop the job.
     pub fn append(&self, row: &JobLogRow) {
-        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let inserted = conn.execute(
-            "INSERT INTO job_events (session, message, call, job, event, detail, at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                row.session,
-                row.message,
-                row.call,
-                row.job,
-                row.event,
-                row.detail,
-                now_ms()
-            ],
-        );
-        if let Err(error) = inserted {
-            tracing::warn!(%error, "a job event was not logged");
+        let columns = [
+            row.session.clone(),
+            row.message.clone(),
+            row.call.clone(),
+            row.job.clone(),
+            row.event.clone(),
+            row.detail.clone(),
+        ];
+        if !self.database.queue(Job::JobEvent(columns)) {
+            tracing::warn!("a job event was not logged: the database writer has stopped");
         }
     }
 
-    /// The events of `session`, oldest first.
+    /// The events of `session`, oldest first, after the queued ones are written.
     pub fn events(&self, session: &str) -> Result<Vec<JobLogRow>, rusqlite::Error> {
-        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut statement = conn.prepare(
+        if let Err(error) = self.database.flush() {
+            tracing::warn!(%error, "reading the job log after a failed write");
+        }
+        let conn = self.database.connection();
+        let mut statement = conn.prepare_cached(
             "SELECT session, message, call, job, event, detail FROM job_events
              WHERE session = ?1 ORDER BY seq",
         )?;

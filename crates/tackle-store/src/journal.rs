@@ -1,38 +1,30 @@
-//! The SQLite settlement journal: one writer thread that group-commits, and a read connection.
+//! The SQLite settlement journal: rows queued to the database's group-committing writer thread,
+//! read through the database's one connection.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Mutex, PoisonError};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use rusqlite::config::DbConfig;
-use rusqlite::{Connection, OpenFlags, Row, params};
+use rusqlite::{Row, Transaction, params};
 use tackle_core::{
     CallIdentity, Journal, JournalError, ManagedRef, OutcomeKind, PhaseTimings, SessionId,
     SettlementRecord,
 };
 use tokio::sync::oneshot;
 
+use crate::database::{Database, Job};
+
 /// Most rows the writer commits in one transaction.
 pub const MAX_BATCH: usize = 4096;
 
-/// The schema version stored in `PRAGMA user_version`.
-///
-/// - 1: one row per settlement, keyed by the host's IDs.
-/// - 2: `call_index` and `parent_call`, for sub-calls settled on behalf of a call (a `batch`'s).
-/// - 3: `adjustments`, what host policy changed in the call before it settled (a JSON array of
-///   strings).
-const SCHEMA_VERSION: i64 = 3;
-
-/// How long a connection waits for another process's lock before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+#[cfg(test)]
+use crate::database::SCHEMA_VERSION;
 
 /// The current schema. A sub-call's row keeps its parent's host-supplied IDs (`call` is the
 /// parent's call ID) and adds its 1-based `call_index`; `parent_call` repeats the parent's call ID
 /// for sub-calls only (`NULL` for a direct call), computed rather than stored.
-const SCHEMA: &str = "
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS settlements (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     session TEXT NOT NULL,
@@ -60,7 +52,7 @@ CREATE INDEX IF NOT EXISTS settlements_by_parent ON settlements (parent_call, ca
 ";
 
 /// From version 1: the sub-call columns, added to the rows already there (all direct calls).
-const MIGRATE_1_TO_2: &str = "
+pub(crate) const MIGRATE_1_TO_2: &str = "
 ALTER TABLE settlements ADD COLUMN call_index INTEGER;
 ALTER TABLE settlements ADD COLUMN parent_call TEXT
     GENERATED ALWAYS AS (CASE WHEN call_index IS NULL THEN NULL ELSE call END) VIRTUAL;
@@ -68,7 +60,7 @@ CREATE INDEX IF NOT EXISTS settlements_by_parent ON settlements (parent_call, ca
 ";
 
 /// From version 2: the host policy's adjustments, none for the rows already there.
-const MIGRATE_2_TO_3: &str = "
+pub(crate) const MIGRATE_2_TO_3: &str = "
 ALTER TABLE settlements ADD COLUMN adjustments TEXT NOT NULL DEFAULT '[]';
 ";
 
@@ -102,7 +94,7 @@ pub enum Durability {
 }
 
 impl Durability {
-    fn pragma(self) -> &'static str {
+    pub(crate) fn pragma(self) -> &'static str {
         match self {
             Durability::Normal => "NORMAL",
             Durability::Full => "FULL",
@@ -110,27 +102,36 @@ impl Durability {
     }
 }
 
-/// A settlement journal in a SQLite database, written by one group-committing thread.
-///
-/// Be careful when:
-/// - dropping it. Drop waits for the writer to commit what is already queued, which is at most
-///   a few transactions but is blocking IO.
-pub struct SqliteJournal {
-    path: PathBuf,
-    /// `None` only during drop, to disconnect the writer.
-    jobs: Option<Sender<Job>>,
-    writer: Option<JoinHandle<()>>,
-    reader: Mutex<Connection>,
+/// When a [`SqliteJournal::record`](Journal::record) future resolves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Acknowledge {
+    /// Once the transaction holding the row has committed; a failed commit is the caller's
+    /// error. The default.
+    #[default]
+    Committed,
+    /// As soon as the row is queued for the writer, so a settlement does not wait for the
+    /// database. The row is visible at once to this journal's readers (they wait for the writer
+    /// first) and is committed with the next group; [`SqliteJournal::flush`] (or dropping the
+    /// last handle on the database) commits what is queued, so a process that flushes before it
+    /// exits loses nothing. A failed commit is logged and reported by the next flush.
+    Queued,
 }
 
-/// One row waiting for the writer, and where to report its fate.
-struct Job {
-    row: RowValues,
-    ack: oneshot::Sender<Result<(), JournalError>>,
+/// A settlement journal in a SQLite database, written by one group-committing thread.
+///
+/// The journal owns the database's one connection; the session state, saved approvals and job
+/// log opened [`beside`](crate::SqliteSessionState::beside) it share the connection and writer.
+///
+/// Be careful when:
+/// - dropping it. Dropping the last handle on the database waits for the writer to commit what
+///   is already queued, which is at most a few transactions but is blocking IO.
+pub struct SqliteJournal {
+    database: Arc<Database>,
+    acknowledge: Acknowledge,
 }
 
 /// A record converted to column values, checked before it is queued.
-struct RowValues {
+pub(crate) struct RowValues {
     session: String,
     agent: String,
     assistant_message: String,
@@ -155,36 +156,18 @@ impl SqliteJournal {
     /// Opens (or creates) the journal at `path`, creating missing parent directories, and starts
     /// its writer thread.
     pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, JournalError> {
-        let path = path.as_ref().to_path_buf();
-        let failed = |action: &str, e: &dyn std::fmt::Display| {
-            JournalError(format!("cannot {action} journal {}: {e}", path.display()))
-        };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| failed("create the directory of", &e))?;
-        }
-        let writer_conn = Connection::open(&path).map_err(|e| failed("open", &e))?;
-        prepare_writer(&writer_conn, durability).map_err(|e| failed("initialize", &e))?;
-        let reader = Connection::open_with_flags(
-            &path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|e| failed("open for reading", &e))?;
-        reader
-            .busy_timeout(BUSY_TIMEOUT)
-            .and_then(|()| reader.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true))
-            .map_err(|e| failed("open for reading", &e))?;
-
-        let (jobs, queue) = mpsc::channel();
-        let writer = std::thread::Builder::new()
-            .name("tackle-journal".to_owned())
-            .spawn(move || run_writer(writer_conn, queue))
-            .map_err(|e| failed("start the writer of", &e))?;
+        let database = Database::open(path.as_ref(), "journal", durability)
+            .map_err(|e| JournalError(e.to_string()))?;
         Ok(Self {
-            path,
-            jobs: Some(jobs),
-            writer: Some(writer),
-            reader: Mutex::new(reader),
+            database,
+            acknowledge: Acknowledge::default(),
         })
+    }
+
+    /// The same journal, resolving `record` as `acknowledge` says.
+    pub fn acknowledging(mut self, acknowledge: Acknowledge) -> Self {
+        self.acknowledge = acknowledge;
+        self
     }
 
     /// The default location: the platform data directory joined with `tackle/journal.sqlite3`.
@@ -195,10 +178,21 @@ impl SqliteJournal {
 
     /// Where this journal lives.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.database.path()
     }
 
-    /// Every recorded settlement, oldest first. Blocks on a read of the database.
+    /// The database, for the stores that live beside the journal.
+    pub(crate) fn database(&self) -> &Arc<Database> {
+        &self.database
+    }
+
+    /// Blocks until every row queued so far (and every write queued on the same database) is
+    /// committed. `Err` names what could not be written since the last flush.
+    pub fn flush(&self) -> Result<(), JournalError> {
+        self.database.flush().map_err(JournalError)
+    }
+
+    /// Every recorded settlement, oldest first. Waits for the queued rows, then reads.
     ///
     /// Every field reads back exactly as recorded, except that phase timings are kept in whole
     /// microseconds.
@@ -206,7 +200,7 @@ impl SqliteJournal {
         self.query(&format!("{SELECT} ORDER BY id"), &[])
     }
 
-    /// The settlements of one session, oldest first. Blocks on a read of the database.
+    /// The settlements of one session, oldest first. Waits for the queued rows, then reads.
     pub fn records_for_session(
         &self,
         session: &SessionId,
@@ -222,19 +216,20 @@ impl SqliteJournal {
         sql: &str,
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<Vec<SettlementRecord>, JournalError> {
-        let failed = |e: rusqlite::Error| {
-            JournalError(format!("cannot read journal {}: {e}", self.path.display()))
-        };
-        let reader = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
+        let path = self.path().display();
+        let failed = |e: rusqlite::Error| JournalError(format!("cannot read journal {path}: {e}"));
+        // Read after write: the rows this process queued come first. A failed earlier commit
+        // does not stop the read of what is there.
+        if let Err(error) = self.database.flush() {
+            tracing::warn!(%error, "reading the journal after a failed write");
+        }
+        let reader = self.database.connection();
         let mut statement = reader.prepare_cached(sql).map_err(failed)?;
         let mut rows = statement.query(args).map_err(failed)?;
         let mut records = Vec::new();
         while let Some(row) = rows.next().map_err(failed)? {
             records.push(read_row(row).map_err(|e| {
-                JournalError(format!(
-                    "journal {} has a corrupt row: {e}",
-                    self.path.display()
-                ))
+                JournalError(format!("journal {path} has a corrupt row: {e}"))
             })?);
         }
         Ok(records)
@@ -245,26 +240,30 @@ impl Journal for SqliteJournal {
     fn record(&self, record: SettlementRecord) -> BoxFuture<'static, Result<(), JournalError>> {
         // Queue now rather than on first poll: a settlement is journaled even if the caller
         // drops the future.
-        let queued = RowValues::new(&record).and_then(|row| {
-            let (ack, done) = oneshot::channel();
-            self.jobs
-                .as_ref()
-                .and_then(|jobs| jobs.send(Job { row, ack }).ok())
-                .map(|()| done)
-                .ok_or_else(writer_stopped)
-        });
-        Box::pin(async move { queued?.await.unwrap_or_else(|_| Err(writer_stopped())) })
-    }
-}
-
-impl Drop for SqliteJournal {
-    fn drop(&mut self) {
-        // Disconnecting lets the writer drain the queue and return.
-        drop(self.jobs.take());
-        if let Some(writer) = self.writer.take()
-            && writer.join().is_err()
-        {
-            tracing::error!(path = %self.path.display(), "the journal writer panicked");
+        let row = match RowValues::new(&record) {
+            Ok(row) => row,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
+        match self.acknowledge {
+            Acknowledge::Queued => {
+                let queued = self.database.queue(Job::Row { row, ack: None });
+                Box::pin(std::future::ready(
+                    queued.then_some(()).ok_or_else(writer_stopped),
+                ))
+            }
+            Acknowledge::Committed => {
+                let (ack, done) = oneshot::channel();
+                let queued = self.database.queue(Job::Row {
+                    row,
+                    ack: Some(ack),
+                });
+                Box::pin(async move {
+                    if !queued {
+                        return Err(writer_stopped());
+                    }
+                    done.await.unwrap_or_else(|_| Err(writer_stopped()))
+                })
+            }
         }
     }
 }
@@ -272,7 +271,8 @@ impl Drop for SqliteJournal {
 impl std::fmt::Debug for SqliteJournal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteJournal")
-            .field("path", &self.path)
+            .field("path", &self.path())
+            .field("acknowledge", &self.acknowledge)
             .finish_non_exhaustive()
     }
 }
@@ -281,96 +281,30 @@ fn writer_stopped() -> JournalError {
     JournalError("the journal writer has stopped".to_owned())
 }
 
-/// Sets the write connection's pragmas and creates or checks the schema.
-fn prepare_writer(conn: &Connection, durability: Durability) -> Result<(), BoxError> {
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    // Closing skips the checkpoint (and its fsyncs, tens of milliseconds) so a process stops
-    // within the moment a host gives it: the log keeps every commit, and the next writer's
-    // automatic checkpoints fold it in.
-    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
-    let mode: String =
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
-    if !mode.eq_ignore_ascii_case("wal") {
-        return Err(format!("the database refused WAL mode (it is in {mode} mode)").into());
-    }
-    conn.pragma_update(None, "synchronous", durability.pragma())?;
-    // Another process may be creating or migrating the same file: decide under its write lock.
-    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
-    let version: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    match version {
-        1 => {
-            tx.execute_batch(MIGRATE_1_TO_2)?;
-            tx.execute_batch(MIGRATE_2_TO_3)?;
-        }
-        2 => tx.execute_batch(MIGRATE_2_TO_3)?,
-        0 | SCHEMA_VERSION => tx.execute_batch(SCHEMA)?,
-        newer => {
-            return Err(format!(
-                "schema version {newer} is newer than this build understands ({SCHEMA_VERSION})"
-            )
-            .into());
-        }
-    }
-    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-    tx.commit()?;
+/// Inserts one row in the writer's transaction.
+pub(crate) fn insert(tx: &Transaction<'_>, row: &RowValues) -> rusqlite::Result<()> {
+    let [resolve, decode, execute, encode, project, bound] = row.timings_us;
+    tx.prepare_cached(INSERT)?.execute(params![
+        row.session,
+        row.agent,
+        row.assistant_message,
+        row.call,
+        row.call_index,
+        row.tool,
+        row.registration,
+        row.outcome,
+        row.model_result,
+        row.managed,
+        row.started_at_ms,
+        resolve,
+        decode,
+        execute,
+        encode,
+        project,
+        bound,
+        row.adjustments,
+    ])?;
     Ok(())
-}
-
-/// The writer thread: block for one job, drain what is queued, commit once, acknowledge all.
-/// Returns when every sender is gone and the queue is empty.
-fn run_writer(mut conn: Connection, queue: Receiver<Job>) {
-    let mut batch = Vec::new();
-    while let Ok(first) = queue.recv() {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        let result = commit(&mut conn, &batch).map_err(|e| {
-            JournalError(format!(
-                "cannot write to journal {}: {e}",
-                conn.path().unwrap_or("?")
-            ))
-        });
-        for job in batch.drain(..) {
-            // A waiter that stopped listening does not matter: the row is committed or not.
-            let _ = job.ack.send(result.clone());
-        }
-    }
-}
-
-/// Inserts every row of `batch` in one transaction. On error, nothing is kept.
-fn commit(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    {
-        let mut insert = tx.prepare_cached(INSERT)?;
-        for Job { row, .. } in batch {
-            let [resolve, decode, execute, encode, project, bound] = row.timings_us;
-            insert.execute(params![
-                row.session,
-                row.agent,
-                row.assistant_message,
-                row.call,
-                row.call_index,
-                row.tool,
-                row.registration,
-                row.outcome,
-                row.model_result,
-                row.managed,
-                row.started_at_ms,
-                resolve,
-                decode,
-                execute,
-                encode,
-                project,
-                bound,
-                row.adjustments,
-            ])?;
-        }
-    }
-    tx.commit()
 }
 
 impl RowValues {
@@ -413,7 +347,7 @@ fn micros(duration: Duration) -> i64 {
     i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
 }
 
-/// An error from setting up the database or decoding a stored row.
+/// An error from decoding a stored row.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 fn read_row(row: &Row<'_>) -> Result<SettlementRecord, BoxError> {

@@ -60,6 +60,7 @@
 #![deny(missing_docs)]
 
 mod approvals;
+mod database;
 mod fs_store;
 mod job_log;
 mod journal;
@@ -70,7 +71,7 @@ pub mod snapshot;
 pub use approvals::{OpenError, SqliteSavedApprovals};
 pub use fs_store::{DEFAULT_RETENTION, FsOutputStore, SweepReport};
 pub use job_log::{JobLogRow, SqliteJobLog};
-pub use journal::{Durability, MAX_BATCH, SqliteJournal};
+pub use journal::{Acknowledge, Durability, MAX_BATCH, SqliteJournal};
 pub use memory::{MemoryJournal, MemoryOutputStore};
 pub use session::{MemorySessionState, SqliteSessionState};
 pub use snapshot::{Change, ChangeMeta, Delta, RelPath, SnapshotError, Snapshots};

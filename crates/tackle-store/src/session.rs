@@ -1,15 +1,18 @@
 //! Session state in SQLite (beside the journal) and in memory: the `SessionState` port's adapters.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 use tackle_core::{SessionState, SessionStateError};
 
-use crate::approvals::{now_ms, open_side_connection};
+use crate::SqliteJournal;
+use crate::approvals::now_ms;
+use crate::database::Database;
+use crate::journal::Durability;
 
-const SCHEMA: &str = "
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS session_state (
     session TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -30,68 +33,98 @@ const DELETE: &str = "DELETE FROM session_state WHERE session = ?1 AND key = ?2"
 
 /// Session state in a SQLite database, usually the journal's own file.
 ///
+/// Writes are queued to the database's writer thread and committed with the next group, off
+/// the caller's path; a `get` in this process sees every `put` made before it (queued values
+/// are read first). [`flush`](Self::flush), or dropping the last handle on the database,
+/// commits what is queued, so the next process sees it.
+///
 /// Be careful when:
-/// - calling it on an async runtime: each call is one short blocking statement.
+/// - calling `get` on an async runtime: a value not queued is one short blocking read.
 pub struct SqliteSessionState {
-    path: PathBuf,
-    conn: Mutex<Connection>,
+    database: Arc<Database>,
 }
 
 impl SqliteSessionState {
     /// Opens (or creates) the session-state table in the database at `path`, creating missing
-    /// parent directories. Pass the journal's [`path`](crate::SqliteJournal::path) to share it.
+    /// parent directories, with a connection of its own. [`beside`](Self::beside) shares an
+    /// open journal's instead.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, crate::OpenError> {
-        let path = path.as_ref().to_path_buf();
-        let conn = open_side_connection(&path, "session state", SCHEMA)?;
         Ok(Self {
-            path,
-            conn: Mutex::new(conn),
+            database: Database::open(path.as_ref(), "session state", Durability::Normal)?,
         })
+    }
+
+    /// Session state in `journal`'s database, through its connection and writer thread.
+    pub fn beside(journal: &SqliteJournal) -> Self {
+        Self {
+            database: journal.database().clone(),
+        }
     }
 
     /// Where the state lives.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.database.path()
     }
 
-    fn failed(&self, action: &str, e: rusqlite::Error) -> SessionStateError {
-        SessionStateError(format!(
-            "cannot {action} session state {}: {e}",
-            self.path.display()
-        ))
+    /// Blocks until every write queued so far on this database (session state, and the
+    /// journal's rows when it is shared) is committed.
+    pub fn flush(&self) -> Result<(), SessionStateError> {
+        self.database.flush().map_err(SessionStateError)
     }
+}
+
+/// Writes one value (or removes it) in the writer's transaction.
+pub(crate) fn write(
+    tx: &Transaction<'_>,
+    session: &str,
+    key: &str,
+    value: Option<&str>,
+) -> rusqlite::Result<()> {
+    match value {
+        Some(value) => tx
+            .prepare_cached(UPSERT)?
+            .execute(params![session, key, value, now_ms()]),
+        None => tx.prepare_cached(DELETE)?.execute(params![session, key]),
+    }
+    .map(drop)
 }
 
 impl SessionState for SqliteSessionState {
     fn get(&self, session: &str, key: &str) -> Result<Option<String>, SessionStateError> {
-        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(queued) = self.database.pending_state().get(session, key) {
+            return Ok(queued);
+        }
+        let conn = self.database.connection();
         conn.prepare_cached(SELECT)
             .and_then(|mut select| {
                 select
                     .query_row(params![session, key], |row| row.get(0))
                     .optional()
             })
-            .map_err(|e| self.failed("read", e))
+            .map_err(|e| {
+                SessionStateError(format!(
+                    "cannot read session state {}: {e}",
+                    self.path().display()
+                ))
+            })
     }
 
     fn put(&self, session: &str, key: &str, value: Option<&str>) -> Result<(), SessionStateError> {
-        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let result = match value {
-            Some(value) => conn
-                .prepare_cached(UPSERT)
-                .and_then(|mut upsert| upsert.execute(params![session, key, value, now_ms()])),
-            None => conn
-                .prepare_cached(DELETE)
-                .and_then(|mut delete| delete.execute(params![session, key])),
-        };
-        result.map(drop).map_err(|e| self.failed("write", e))
+        if self.database.queue_state(session, key, value) {
+            Ok(())
+        } else {
+            Err(SessionStateError(format!(
+                "cannot write session state {}: its writer has stopped",
+                self.path().display()
+            )))
+        }
     }
 }
 
 impl std::fmt::Debug for SqliteSessionState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteSessionState")
-            .field("path", &self.path)
+            .field("path", &self.path())
             .finish_non_exhaustive()
     }
 }

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rusqlite::{Connection, OpenFlags};
+
 use super::*;
 
 fn record(session: &str, call: &str) -> SettlementRecord {
