@@ -259,3 +259,96 @@ async fn serve_exits_within_300_ms_of_sigint_with_stdin_open_jobs_killed_and_cal
         "the running call is journaled: {records:?}"
     );
 }
+
+/// How a test stops a server.
+#[derive(Clone, Copy, Debug)]
+enum Stop {
+    Sigterm,
+    StdinClosed,
+}
+
+/// The server commits its calls' journal rows and session state off the reply path: when it
+/// stops (SIGTERM, or its client closing stdin), every call answered is in the journal and every
+/// read it tracked is in the session state, for the next process to find.
+#[tokio::test]
+async fn every_answered_call_is_journaled_and_tracked_when_serve_stops_on_sigterm_or_stdin_close()
+{
+    const CALLS: usize = 60;
+    for stop in [Stop::Sigterm, Stop::StdinClosed] {
+        let sandbox = Sandbox::new();
+        let paths: Vec<String> = (0..CALLS)
+            .map(|i| sandbox.write(&format!("f{i}.txt"), &format!("file {i}\n")))
+            .collect();
+        let mut command = sandbox.command();
+        command.args(["--session", "kept", "serve", "--yes"]);
+        let transport = TokioChildProcess::new(command).expect("spawn tackle serve");
+        let pid = transport.id().expect("the server's pid");
+        let client = ().serve(transport).await.expect("initialize");
+        // All at once, so rows are still queued when the last answer arrives.
+        let answers = futures_util::future::join_all(
+            paths
+                .iter()
+                .map(|path| call(&client, "read", json!({ "filePath": path }))),
+        )
+        .await;
+        assert!(answers.iter().all(|a| a.is_error == Some(false)), "{answers:?}");
+
+        match stop {
+            Stop::Sigterm => {
+                let status = std::process::Command::new("kill")
+                    .args(["-TERM", &pid.to_string()])
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            }
+            Stop::StdinClosed => {
+                client.cancel().await.expect("close the connection");
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while running(pid) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert!(!running(pid), "{stop:?}: the server exited");
+
+        let journal = sandbox.data.path().join("journal.sqlite3");
+        let records = tackle_store::SqliteJournal::open(&journal)
+            .unwrap()
+            .records()
+            .unwrap();
+        let reads = records.iter().filter(|r| r.tool == "read").count();
+        assert_eq!(reads, CALLS, "{stop:?}: every answered call is journaled");
+        let state = tackle_store::SqliteSessionState::open(&journal).unwrap();
+        for path in &paths {
+            let real = std::fs::canonicalize(path).unwrap();
+            let key = format!("read:{}", real.display());
+            assert!(
+                tackle_core::SessionState::get(&state, "kept", &key)
+                    .unwrap()
+                    .is_some(),
+                "{stop:?}: the read of {path} is tracked"
+            );
+        }
+    }
+}
+
+/// One connection on the journal's file, however many stores live in it (the journal, session
+/// state, saved approvals, the job log).
+#[tokio::test]
+async fn serve_holds_one_connection_to_the_journal_file() {
+    let sandbox = Sandbox::new();
+    let path = sandbox.write("a.txt", "hello\n");
+    let (client, pid) = sandbox.serve().await;
+    let result = call(&client, "read", json!({ "filePath": path })).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let journal = std::fs::canonicalize(sandbox.data.path())
+        .unwrap()
+        .join("journal.sqlite3");
+    let open: Vec<_> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .filter(|target| *target == journal)
+        .collect();
+    assert_eq!(open.len(), 1, "descriptors on {}: {open:?}", journal.display());
+    drop(client);
+}

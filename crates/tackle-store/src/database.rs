@@ -385,3 +385,6 @@ fn commit(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
     }
     tx.commit()
 }
+
+#[cfg(test)]
+mod tests;

@@ -77,7 +77,8 @@ SELECT id, session, agent, assistant_message, call, call_index, tool, registrati
     project_us, bound_us, adjustments
 FROM settlements";
 
-/// What a resolved [`SqliteJournal::record`](Journal::record) survives.
+/// What a committed row survives: with [`Acknowledge::Committed`], a resolved
+/// [`SqliteJournal::record`](Journal::record).
 ///
 /// The journal always runs in WAL mode, where a commit is an append to the log; neither level can
 /// corrupt the database.

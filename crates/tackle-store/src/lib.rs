@@ -30,19 +30,24 @@
 //!   modification time, an output that was just handed to the model again is not swept from
 //!   under it.
 //!
-//! # Journal: one writer thread, group commit
+//! # Journal: one connection, one writer thread, group commit
 //!
 //! SQLite allows one writer at a time, and a commit is the expensive part of a write. So a
-//! [`SqliteJournal`] owns a dedicated thread holding the only write connection. `record` sends
-//! the row over a channel together with a one-shot acknowledgement and resolves when the
-//! acknowledgement arrives. The writer blocks for the first queued row, then drains whatever else
-//! is already queued (up to [`MAX_BATCH`] rows) into *one* transaction, commits it, and only then
-//! acknowledges every row in it. Under load, many settlements share one commit; when idle, a lone
-//! settlement commits at once, with no timer adding latency.
+//! [`SqliteJournal`] owns a dedicated thread that writes through the database's one connection.
+//! `record` sends the row over a channel and, by default ([`Acknowledge::Committed`]), resolves
+//! when the writer acknowledges it. The writer blocks for the first queued job, then drains
+//! whatever else is already queued (up to [`MAX_BATCH`]) into *one* transaction, commits it, and
+//! only then acknowledges every row in it. Under load, many settlements share one commit; when
+//! idle, a lone settlement commits at once, with no timer adding latency. With
+//! [`Acknowledge::Queued`], `record` resolves once the row is queued, so a settlement never waits
+//! for the disk; [`SqliteJournal::flush`] commits the queue.
 //!
-//! Reads ([`SqliteJournal::records`], [`SqliteJournal::records_for_session`]) use a separate
-//! read-only connection, so they never queue behind writes. The database runs in WAL mode; see
-//! [`Durability`] for what a resolved `record` guarantees.
+//! The stores beside the journal ([`SqliteSessionState`], [`SqliteSavedApprovals`],
+//! [`SqliteJobLog`]) share its file, its connection and its writer when opened with `beside`:
+//! session-state writes and job events are queued and committed in the same groups, and a queued
+//! session-state value is read back before its commit. Reads ([`SqliteJournal::records`],
+//! [`SqliteJournal::records_for_session`]) wait for the queue, then read through the connection.
+//! The database runs in WAL mode; see [`Durability`] for what a committed row survives.
 //!
 //! # Invariants
 //!
@@ -51,11 +56,12 @@
 //! - No file under a hash name ever holds anything but the bytes that hash to it.
 //! - The sweep deletes only regular files named by 64 lowercase hex digits or by the store's
 //!   temporary prefix, and only when they are older than the maximum age.
-//! - A `record` future resolves `Ok` only after the transaction containing its row has committed,
-//!   and a row is written whole or not at all.
+//! - With [`Acknowledge::Committed`], a `record` future resolves `Ok` only after the transaction
+//!   containing its row has committed; with [`Acknowledge::Queued`], once every later read of the
+//!   journal in the process will see it. A row is written whole or not at all.
 //! - Host IDs are stored and returned byte-for-byte; the journal never rewrites them.
-//! - Dropping a [`SqliteJournal`] lets the writer commit everything already queued before the
-//!   thread exits.
+//! - Dropping the last handle on a database (the journal and the stores beside it) lets the
+//!   writer commit everything already queued before the thread exits.
 
 #![deny(missing_docs)]
 
