@@ -267,13 +267,14 @@ enum Stop {
     StdinClosed,
 }
 
-/// The server commits its calls' journal rows and session state off the reply path: when it
-/// stops (SIGTERM, or its client closing stdin), every call answered is in the journal and every
-/// read it tracked is in the session state, for the next process to find.
+/// A call's answer never waits for the journal: while another process holds the journal's write
+/// lock, calls are still answered. When the server stops (SIGTERM, or its client closing stdin),
+/// it commits every answered call's row and every read it tracked before it exits, for the next
+/// process to find.
 #[tokio::test]
-async fn every_answered_call_is_journaled_and_tracked_when_serve_stops_on_sigterm_or_stdin_close()
-{
-    const CALLS: usize = 60;
+async fn calls_are_answered_while_the_journal_is_locked_and_all_kept_when_serve_stops_on_sigterm_or_stdin_close()
+ {
+    const CALLS: usize = 40;
     for stop in [Stop::Sigterm, Stop::StdinClosed] {
         let sandbox = Sandbox::new();
         let paths: Vec<String> = (0..CALLS)
@@ -284,40 +285,57 @@ async fn every_answered_call_is_journaled_and_tracked_when_serve_stops_on_sigter
         let transport = TokioChildProcess::new(command).expect("spawn tackle serve");
         let pid = transport.id().expect("the server's pid");
         let client = ().serve(transport).await.expect("initialize");
-        // All at once, so rows are still queued when the last answer arrives.
-        let answers = futures_util::future::join_all(
-            paths
-                .iter()
-                .map(|path| call(&client, "read", json!({ "filePath": path }))),
-        )
-        .await;
-        assert!(answers.iter().all(|a| a.is_error == Some(false)), "{answers:?}");
+        let first = call(&client, "read", json!({ "filePath": paths[0] })).await;
+        assert_eq!(first.is_error, Some(false), "{first:?}");
 
-        match stop {
-            Stop::Sigterm => {
-                let status = std::process::Command::new("kill")
-                    .args(["-TERM", &pid.to_string()])
-                    .status()
-                    .unwrap();
-                assert!(status.success());
+        let journal = sandbox.data.path().join("journal.sqlite3");
+        let lock = rusqlite::Connection::open(&journal).unwrap();
+        lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let answers = tokio::time::timeout(
+            Duration::from_secs(4),
+            futures_util::future::join_all(
+                paths
+                    .iter()
+                    .map(|path| call(&client, "read", json!({ "filePath": path }))),
+            ),
+        )
+        .await
+        .expect("answered while the journal is locked");
+        assert!(
+            answers.iter().all(|a| a.is_error == Some(false)),
+            "{answers:?}"
+        );
+
+        let stopping = tokio::spawn(async move {
+            match stop {
+                Stop::Sigterm => {
+                    let status = std::process::Command::new("kill")
+                        .args(["-TERM", &pid.to_string()])
+                        .status()
+                        .unwrap();
+                    assert!(status.success());
+                    drop(client);
+                }
+                Stop::StdinClosed => client.cancel().await.map(drop).expect("close stdin"),
             }
-            Stop::StdinClosed => {
-                client.cancel().await.expect("close the connection");
-            }
-        }
+        });
+        // The server waits for the lock to commit what it answered.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        lock.execute_batch("COMMIT").unwrap();
+        drop(lock);
+        stopping.await.unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
         while running(pid) && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         assert!(!running(pid), "{stop:?}: the server exited");
 
-        let journal = sandbox.data.path().join("journal.sqlite3");
         let records = tackle_store::SqliteJournal::open(&journal)
             .unwrap()
             .records()
             .unwrap();
         let reads = records.iter().filter(|r| r.tool == "read").count();
-        assert_eq!(reads, CALLS, "{stop:?}: every answered call is journaled");
+        assert_eq!(reads, CALLS + 1, "{stop:?}: every answered call is journaled");
         let state = tackle_store::SqliteSessionState::open(&journal).unwrap();
         for path in &paths {
             let real = std::fs::canonicalize(path).unwrap();

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, TransactionBehavior, params};
@@ -320,15 +320,7 @@ fn run_writer(conn: &Mutex<Connection>, pending: &PendingState, queue: Receiver<
                 Err(_) => break,
             }
         }
-        let result = {
-            let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            commit(&mut conn, &batch).map_err(|e| {
-                format!(
-                    "cannot write to the database {}: {e}",
-                    conn.path().unwrap_or("?")
-                )
-            })
-        };
+        let result = commit(conn, &batch);
         if let Err(error) = &result {
             tracing::error!(%error, rows = batch.len(), "a database commit failed");
             failures.get_or_insert_with(|| error.clone());
@@ -354,12 +346,47 @@ fn run_writer(conn: &Mutex<Connection>, pending: &PendingState, queue: Receiver<
     }
 }
 
-/// Writes every job of `batch` in one transaction. On error, nothing is kept.
-fn commit(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
+/// Writes every job of `batch` in one transaction. While another process holds the write lock,
+/// the connection is let go between tries (for up to the busy timeout), so reads of this
+/// process are not held up behind the wait. On error, nothing is kept.
+fn commit(conn: &Mutex<Connection>, batch: &[Job]) -> Result<(), String> {
     if batch.iter().all(|job| matches!(job, Job::Flush(_))) {
         return Ok(());
     }
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_micros(250);
+    loop {
+        let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+        match write(&conn, batch) {
+            Err(e) if is_busy(&e) && Instant::now() < deadline => {
+                drop(conn);
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(8));
+            }
+            result => {
+                return result.map_err(|e| {
+                    format!(
+                        "cannot write to the database {}: {e}",
+                        conn.path().unwrap_or("?")
+                    )
+                });
+            }
+        }
+    }
+}
+
+/// True when another connection holds the lock.
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(error, rusqlite::Error::SqliteFailure(failure, _)
+        if failure.code == rusqlite::ErrorCode::DatabaseBusy)
+}
+
+/// One try at the transaction of `batch`; the write lock is not waited for.
+fn write(conn: &Connection, batch: &[Job]) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::ZERO)?;
+    let begun = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate);
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let tx = begun?;
     for job in batch {
         match job {
             Job::Row { row, .. } => journal::insert(&tx, row)?,

@@ -147,3 +147,31 @@ async fn a_failed_commit_of_queued_rows_is_reported_by_the_next_flush() {
     // Reported once: nothing failed since.
     journal.flush().unwrap();
 }
+
+#[test]
+fn reads_go_on_while_another_process_holds_the_write_lock() {
+    let temp = tempfile::tempdir().unwrap();
+    let path = temp.path().join("journal.sqlite3");
+    let journal = SqliteJournal::open(&path).unwrap();
+    let state = std::sync::Arc::new(SqliteSessionState::beside(&journal));
+    state.put("s", "old", Some("v0")).unwrap();
+    state.flush().unwrap();
+    let other = Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+
+    // The writer waits for the lock with this queued; reads must not wait with it.
+    state.put("s", "new", Some("v1")).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let (done, finished) = mpsc::channel();
+    {
+        let state = state.clone();
+        std::thread::spawn(move || done.send(state.get("s", "old").unwrap()).unwrap());
+    }
+    let read = finished.recv_timeout(Duration::from_secs(2));
+    other.execute_batch("COMMIT").unwrap();
+    assert_eq!(read, Ok(Some("v0".to_owned())));
+
+    state.flush().unwrap();
+    let reopened = SqliteSessionState::open(&path).unwrap();
+    assert_eq!(reopened.get("s", "new").unwrap().as_deref(), Some("v1"));
+}
