@@ -9,6 +9,7 @@ come from the same moment of the machine. Run it through `scripts/bench-serve.sh
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -20,10 +21,13 @@ WARMUP = 20
 SEQUENTIAL = 200
 CONCURRENT = 50
 
+# The servers' banners on stderr are not the benchmark's output.
+QUIET = open(os.devnull, "w")
+
 
 async def measure(params, tool, arguments, expected):
     """Times one server's calls; returns (sequential median, p90, concurrent wall), in ms."""
-    async with stdio_client(params) as (read, write):
+    async with stdio_client(params, errlog=QUIET) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             await session.list_tools()

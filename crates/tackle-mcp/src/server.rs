@@ -865,8 +865,33 @@ where
 /// Serves `server` over this process's stdin and stdout until the client disconnects, with
 /// [`serve_lines`]' line discipline.
 pub async fn serve_stdio(server: TackleServer) -> Result<(), ServeError> {
+    #[cfg(unix)]
+    if let Some((stdin, stdout)) = stdio_pipes() {
+        return serve_lines(stdin, stdout, server).await?.waiting().await;
+    }
     let (stdin, stdout) = rmcp::transport::stdio();
     serve_lines(stdin, stdout, server).await?.waiting().await
+}
+
+/// Stdin and stdout as non-blocking pipes, read and written on the runtime's own event loop,
+/// when both are pipes (as hosts start MCP servers). Tokio's `stdin` and `stdout` hand every
+/// read and write to a blocking thread: two thread hand-offs more per message. `None` (and
+/// nothing changed) for a terminal, a file or a socket.
+#[cfg(unix)]
+fn stdio_pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let pipe = |fd: std::os::fd::BorrowedFd<'_>| {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        file.metadata()
+            .is_ok_and(|meta| meta.file_type().is_fifo())
+            .then_some(file)
+    };
+    let stdin = pipe(std::io::stdin().as_fd())?;
+    let stdout = pipe(std::io::stdout().as_fd())?;
+    let receiver = tokio::net::unix::pipe::Receiver::from_file(stdin).ok()?;
+    let sender = tokio::net::unix::pipe::Sender::from_file(stdout).ok()?;
+    Some((receiver, sender))
 }
 
 /// Serves `server` over a byte stream pair carrying one JSON-RPC message per line (what

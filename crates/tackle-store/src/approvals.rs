@@ -77,7 +77,8 @@ impl SqliteSavedApprovals {
     }
 }
 
-/// Why a store beside the journal (saved approvals, session state) could not be opened.
+/// Why a database of tackle (the journal, or a store beside it: saved approvals, session state,
+/// the job log) could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// The directory of the database could not be created.
@@ -101,6 +102,16 @@ pub enum OpenError {
         path: PathBuf,
         /// Why.
         source: rusqlite::Error,
+    },
+    /// The writer thread could not be started.
+    #[error("cannot start the writer of {what} {}: {source}", path.display())]
+    Writer {
+        /// What was being opened.
+        what: &'static str,
+        /// The database file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
     },
     /// The file was written by a newer tackle.
     #[error(

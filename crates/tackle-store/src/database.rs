@@ -177,7 +177,7 @@ impl Database {
             std::thread::Builder::new()
                 .name("tackle-db-writer".to_owned())
                 .spawn(move || run_writer(&conn, &pending, queue))
-                .map_err(|source| OpenError::Directory {
+                .map_err(|source| OpenError::Writer {
                     what,
                     path: path.to_path_buf(),
                     source,
