@@ -171,8 +171,8 @@ fn reference_entry() -> Option<PathBuf> {
         Some(cache) => PathBuf::from(cache),
         None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/tackle-ci/servers"),
     };
-    let entry = cache
-        .join("filesystem/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let entry =
+        cache.join("filesystem/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
     entry.is_file().then_some(entry)
 }
 
@@ -190,7 +190,10 @@ async fn spawn_reference(root: &Path) -> Option<RunningService<RoleClient, ()>> 
     {
         Ok((transport, _stderr)) => transport,
         Err(error) => {
-            println!("(d) skipped: cannot start node {}: {error}", entry.display());
+            println!(
+                "(d) skipped: cannot start node {}: {error}",
+                entry.display()
+            );
             return None;
         }
     };

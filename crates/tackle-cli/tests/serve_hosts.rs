@@ -335,7 +335,11 @@ async fn calls_are_answered_while_the_journal_is_locked_and_all_kept_when_serve_
             .records()
             .unwrap();
         let reads = records.iter().filter(|r| r.tool == "read").count();
-        assert_eq!(reads, CALLS + 1, "{stop:?}: every answered call is journaled");
+        assert_eq!(
+            reads,
+            CALLS + 1,
+            "{stop:?}: every answered call is journaled"
+        );
         let state = tackle_store::SqliteSessionState::open(&journal).unwrap();
         for path in &paths {
             let real = std::fs::canonicalize(path).unwrap();
@@ -367,6 +371,11 @@ async fn serve_holds_one_connection_to_the_journal_file() {
         .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
         .filter(|target| *target == journal)
         .collect();
-    assert_eq!(open.len(), 1, "descriptors on {}: {open:?}", journal.display());
+    assert_eq!(
+        open.len(),
+        1,
+        "descriptors on {}: {open:?}",
+        journal.display()
+    );
     drop(client);
 }

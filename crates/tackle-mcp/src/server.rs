@@ -878,7 +878,10 @@ pub async fn serve_stdio(server: TackleServer) -> Result<(), ServeError> {
 /// read and write to a blocking thread: two thread hand-offs more per message. `None` (and
 /// nothing changed) for a terminal, a file or a socket.
 #[cfg(unix)]
-fn stdio_pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
+fn stdio_pipes() -> Option<(
+    tokio::net::unix::pipe::Receiver,
+    tokio::net::unix::pipe::Sender,
+)> {
     use std::os::fd::AsFd;
     use std::os::unix::fs::FileTypeExt;
     let pipe = |fd: std::os::fd::BorrowedFd<'_>| {

@@ -66,7 +66,7 @@ pub(crate) enum Job {
         generation: u64,
     },
     /// A job event's columns: session, message, call, job, event, detail.
-    JobEvent([String; 6]),
+    Event([String; 6]),
     /// Answered once everything queued before it is committed: `Err` names what failed since
     /// the last flush.
     Flush(SyncSender<Result<(), String>>),
@@ -204,7 +204,9 @@ impl Database {
 
     /// Queues `job` for the writer; `false` when the writer has stopped.
     pub(crate) fn queue(&self, job: Job) -> bool {
-        self.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok())
+        self.jobs
+            .as_ref()
+            .is_some_and(|jobs| jobs.send(job).is_ok())
     }
 
     /// The session-state writes not committed yet.
@@ -331,7 +333,7 @@ fn run_writer(conn: &Mutex<Connection>, pending: &PendingState, queue: Receiver<
                 Job::Row { ack: Some(ack), .. } => {
                     let _ = ack.send(result.clone().map_err(JournalError));
                 }
-                Job::Row { ack: None, .. } | Job::JobEvent(_) => {}
+                Job::Row { ack: None, .. } | Job::Event(_) => {}
                 Job::State {
                     session,
                     key,
@@ -396,7 +398,7 @@ fn write(conn: &Connection, batch: &[Job]) -> rusqlite::Result<()> {
                 value,
                 ..
             } => crate::session::write(&tx, session, key, value.as_deref())?,
-            Job::JobEvent([session, message, call, job, event, detail]) => {
+            Job::Event([session, message, call, job, event, detail]) => {
                 tx.prepare_cached(crate::job_log::INSERT)?.execute(params![
                     session,
                     message,

@@ -83,7 +83,7 @@ impl SqliteJobLog {
             row.event.clone(),
             row.detail.clone(),
         ];
-        if !self.database.queue(Job::JobEvent(columns)) {
+        if !self.database.queue(Job::Event(columns)) {
             tracing::warn!("a job event was not logged: the database writer has stopped");
         }
     }

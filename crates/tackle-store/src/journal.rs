@@ -229,9 +229,10 @@ impl SqliteJournal {
         let mut rows = statement.query(args).map_err(failed)?;
         let mut records = Vec::new();
         while let Some(row) = rows.next().map_err(failed)? {
-            records.push(read_row(row).map_err(|e| {
-                JournalError(format!("journal {path} has a corrupt row: {e}"))
-            })?);
+            records.push(
+                read_row(row)
+                    .map_err(|e| JournalError(format!("journal {path} has a corrupt row: {e}")))?,
+            );
         }
         Ok(records)
     }

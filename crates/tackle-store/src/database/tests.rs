@@ -120,10 +120,7 @@ fn a_session_state_put_is_read_back_before_its_commit() {
 
     state.flush().unwrap();
     let reopened = SqliteSessionState::open(journal.path()).unwrap();
-    assert_eq!(
-        reopened.get("s", "read:/a").unwrap().as_deref(),
-        Some("h1")
-    );
+    assert_eq!(reopened.get("s", "read:/a").unwrap().as_deref(), Some("h1"));
     assert_eq!(reopened.get("s", "read:/b").unwrap(), None);
 }
 
