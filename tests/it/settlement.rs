@@ -641,3 +641,36 @@ async fn progress_updates_reach_the_host_while_the_call_runs() {
     let quiet = cx("c10");
     assert!(!quiet.set_title("nobody listens"));
 }
+
+#[tokio::test]
+async fn phase_timings_are_real_time_and_cover_the_call() {
+    // The executor sleeps 30 ms: `execute` reports at least that, the phases together no more
+    // than the settlement took, and the journal keeps what the settlement reports.
+    let h = Harness::new();
+    let location = h.location("/ws");
+    let pause = std::time::Duration::from_millis(30);
+    let sleeper = Tool::new(
+        "Sleep, then echo.",
+        move |input: EchoInput, _cx| async move {
+            tokio::time::sleep(pause).await;
+            Ok::<_, ToolFailure>(input.text)
+        },
+    );
+    let _reg = location
+        .register(ToolSet::new().with("sleep", sleeper))
+        .unwrap();
+    let turn = location.materialize(AllTools);
+    let started = std::time::Instant::now();
+    let s = turn
+        .settle(cx("c1"), ToolCall::new("sleep", r#"{"text":"hi"}"#))
+        .await;
+    let elapsed = started.elapsed();
+    assert_eq!(s.outcome.kind(), OutcomeKind::Success, "{s:?}");
+    let t = s.timings;
+    assert!(t.execute >= pause, "{t:?}");
+    let phases = t.resolve + t.decode + t.execute + t.encode + t.project + t.bound;
+    // One percent for the counter's ratio to the monotonic clock, measured over this call.
+    assert!(phases <= elapsed.mul_f64(1.01), "{t:?} in {elapsed:?}");
+    let recorded = h.journal.records()[0].timings;
+    assert_eq!(recorded, t);
+}
