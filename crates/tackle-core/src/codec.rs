@@ -150,6 +150,23 @@ impl fmt::Debug for SchemaInfo {
     }
 }
 
+/// Starts compiling, on a thread of its own, what the process's first validator needs: the JSON
+/// Schema meta-schema's own validator, a few milliseconds of CPU that every process pays once
+/// (each tool's output is checked against its schema). A host calls it as it starts, so the
+/// work overlaps with opening its stores and registering its tools instead of delaying its
+/// first call. Later calls return at once.
+pub fn prepare_validation() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let _ = std::thread::Builder::new()
+            .name("tackle-schema".into())
+            .spawn(|| {
+                // Any non-empty schema is checked against the meta-schema, which compiles it.
+                let _ = jsonschema::options().build(&serde_json::json!({ "type": "object" }));
+            });
+    });
+}
+
 /// Returns the cached schema information for `T` as a tool's input, generating it on first use.
 pub(crate) fn schema_info<T: JsonSchema + 'static>() -> Arc<SchemaInfo> {
     cached::<T>(Role::Input)
