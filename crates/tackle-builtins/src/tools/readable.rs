@@ -41,6 +41,7 @@ impl Readable {
     /// Whether the content of the existing file `path` may be shown: its `read` would be
     /// allowed at once. A path that cannot be resolved is not shown. Blocking.
     /// Another session's saved output is never shown.
+    #[cfg(feature = "lsp")]
     pub(crate) fn shows(&self, path: &Path) -> bool {
         std::fs::canonicalize(path).is_ok_and(|real| self.shows_real(&real))
     }
