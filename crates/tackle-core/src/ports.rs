@@ -198,8 +198,12 @@ pub struct JournalError(pub String);
 /// Be careful when:
 /// - implementing `record`. Take the record when `record` is called (queue it, or write it),
 ///   not when the future is first polled: settlement drops the future of the record it makes
-///   for a call whose own future was dropped. Resolve the future only once the record is durable
-///   (or, for an in-memory journal, visible to readers). A record is written whole or not at all.
+///   for a call whose own future was dropped. Resolve the future once the record is durable, or
+///   once it is queued if every later read of the journal sees queued records first and the
+///   queue is committed before the process ends on a signal or closed input (the SQLite journal's
+///   `Acknowledge::Queued`, which `tackle serve` uses; only a killed process loses it). An
+///   in-memory journal resolves once the record is visible to readers. A record is written whole
+///   or not at all.
 pub trait Journal: Send + Sync + 'static {
     /// Records one settlement. The record is taken at once, even if the future is never polled.
     fn record(&self, record: SettlementRecord) -> BoxFuture<'static, Result<(), JournalError>>;
