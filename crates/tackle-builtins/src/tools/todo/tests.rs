@@ -114,14 +114,20 @@ fn contents(outcome: &Outcome) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn survives_reopen(first: Arc<dyn SessionState>, second: Arc<dyn SessionState>) {
+/// Writes todos through `first`, drops every handle on it (as a process does when it exits),
+/// and reads them back through the store `reopen` returns.
+async fn survives_reopen(
+    first: Arc<dyn SessionState>,
+    reopen: impl FnOnce() -> Arc<dyn SessionState>,
+) {
     let dir = tempfile::tempdir().unwrap();
     let before = Todos::new(&env(&dir, Some(first)));
     let written = before.write("s", three()).await;
     assert!(matches!(written, Outcome::Ok(..)), "{written:?}");
+    drop(before);
 
     // A new environment (a new process, or after compaction) sharing only the store.
-    let after = Todos::new(&env(&dir, Some(second)));
+    let after = Todos::new(&env(&dir, Some(reopen())));
     let read = after.read("s").await;
     assert_eq!(contents(&read), contents(&written));
     assert_eq!(read.structured()["open"], 2);
@@ -138,16 +144,17 @@ async fn survives_reopen(first: Arc<dyn SessionState>, second: Arc<dyn SessionSt
 #[tokio::test]
 async fn todos_survive_a_reopen_over_memory_session_state() {
     let state: Arc<dyn SessionState> = Arc::new(MemorySessionState::new());
-    survives_reopen(state.clone(), state).await;
+    survives_reopen(state.clone(), move || state).await;
 }
 
+/// Pins that a queued write reaches the file when the last handle closes: the second store is
+/// opened only after the first is gone, as in two consecutive `tackle call` processes.
 #[tokio::test]
 async fn todos_survive_a_reopen_over_sqlite_session_state() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
     let first: Arc<dyn SessionState> = Arc::new(SqliteSessionState::open(&path).unwrap());
-    let second: Arc<dyn SessionState> = Arc::new(SqliteSessionState::open(&path).unwrap());
-    survives_reopen(first, second).await;
+    survives_reopen(first, || Arc::new(SqliteSessionState::open(&path).unwrap())).await;
 }
 
 #[tokio::test]
