@@ -15,6 +15,8 @@ use serde_json::Value;
 
 use crate::standard::{Role, standard_schema};
 
+mod draft;
+
 /// Raw arguments of a provider tool call, exactly as the provider sent them.
 ///
 /// Some providers send arguments as JSON text, others as an already parsed object; both decode
@@ -148,23 +150,6 @@ impl fmt::Debug for SchemaInfo {
             .field("schema", &self.schema)
             .finish_non_exhaustive()
     }
-}
-
-/// Starts compiling, on a thread of its own, what the process's first validator needs: the JSON
-/// Schema meta-schema's own validator, a few milliseconds of CPU that every process pays once
-/// (each tool's output is checked against its schema). A host calls it as it starts, so the
-/// work overlaps with opening its stores and registering its tools instead of delaying its
-/// first call. Later calls return at once.
-pub fn prepare_validation() {
-    static STARTED: OnceLock<()> = OnceLock::new();
-    STARTED.get_or_init(|| {
-        let _ = std::thread::Builder::new()
-            .name("tackle-schema".into())
-            .spawn(|| {
-                // Any non-empty schema is checked against the meta-schema, which compiles it.
-                let _ = jsonschema::options().build(&serde_json::json!({ "type": "object" }));
-            });
-    });
 }
 
 /// Returns the cached schema information for `T` as a tool's input, generating it on first use.
@@ -307,11 +292,8 @@ impl SchemaInfo {
 
     /// The compiled validator, compiled now if this is its first use.
     fn validator(&self) -> &jsonschema::Validator {
-        self.validator.get_or_init(|| {
-            jsonschema::options()
-                .build(&self.derived)
-                .expect("schemars produces valid JSON Schema")
-        })
+        self.validator
+            .get_or_init(|| draft::validator_for(&self.derived))
     }
 
     /// Every schema violation of `value`, as field paths and messages. Empty when valid.

@@ -151,8 +151,6 @@ impl HostBuilder {
     /// Opens the stores, registers the built-ins, batch, the custom tools and the plugins, and
     /// checks the default agent.
     pub fn build(self) -> Result<Host, HostError> {
-        // Overlaps the first validator's one-time cost with opening and registering.
-        tackle_core::prepare_validation();
         let root = std::fs::canonicalize(&self.root).map_err(|source| HostError::Root {
             path: self.root.clone(),
             source,

@@ -14,7 +14,6 @@ use std::path::Path;
 use tackle_core::names::Permission;
 
 use globset::{GlobBuilder, GlobMatcher};
-use grep::regex::RegexMatcherBuilder;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -24,7 +23,9 @@ use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
 use super::readable::Readable;
 use super::{ToolEnv, failure};
 use crate::gate::Ask;
+use matcher::LineMatcher;
 
+mod matcher;
 mod search;
 #[cfg(test)]
 mod tests;
@@ -101,19 +102,16 @@ async fn grep(
                 .with_hint("Pass the regular expression to search for in `pattern`."),
         );
     }
-    let matcher = RegexMatcherBuilder::new()
-        .line_terminator(Some(b'\n'))
-        .build(&pattern)
-        .map_err(|error| {
-            ToolFailure::new(format!(
-                "`pattern` is not a valid regular expression, so nothing was searched. The regex \
+    let matcher = LineMatcher::new(&pattern).map_err(|error| {
+        ToolFailure::new(format!(
+            "`pattern` is not a valid regular expression, so nothing was searched. The regex \
                  engine says:\n{error}"
-            ))
-            .with_hint(
-                "Fix the pattern; escape characters such as `(`, `[`, `{`, `.` or `\\` with a \
+        ))
+        .with_hint(
+            "Fix the pattern; escape characters such as `(`, `[`, `{`, `.` or `\\` with a \
                  backslash to match them literally.",
-            )
-        })?;
+        )
+    })?;
     let include = input
         .include
         .as_deref()

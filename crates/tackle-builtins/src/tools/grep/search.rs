@@ -16,11 +16,11 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use globset::GlobMatcher;
-use grep::regex::RegexMatcher;
 use grep::searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::gitignore::GitignoreBuilder;
 use ignore::{WalkBuilder, WalkState};
 
+use super::matcher::LineMatcher;
 use crate::tools::readable::{Readable, RealDirs};
 use crate::tools::walk::{self, Boundary};
 
@@ -52,7 +52,7 @@ pub(super) struct Query {
     /// Symlinks whose target lies outside it are not followed.
     pub(super) boundary: Boundary,
     /// The compiled pattern.
-    pub(super) matcher: RegexMatcher,
+    pub(super) matcher: LineMatcher,
     /// Only files whose name or path below `root` matches are searched.
     pub(super) include: Option<GlobMatcher>,
     /// The most matches kept.

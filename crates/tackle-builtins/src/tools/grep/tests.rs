@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use grep::regex::RegexMatcher;
 use serde_json::{Value, json};
 use tackle_core::{
     AnyTool, CallIdentity, CancellationToken, Content, Context, InvocationOutcome, ToolFailure,
@@ -392,7 +391,7 @@ fn query(root: &Path) -> Query {
     Query {
         root: root.to_path_buf(),
         boundary: crate::tools::walk::Boundary::new(root),
-        matcher: RegexMatcher::new("needle").unwrap(),
+        matcher: super::matcher::LineMatcher::new("needle").unwrap(),
         include: None,
         limit: LIMIT,
         readable: crate::tools::readable::Readable::new(
