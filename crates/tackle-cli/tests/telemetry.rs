@@ -17,7 +17,8 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
 use rmcp::model::{CallToolRequestParams, RequestMetaObject};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use support::{call, object, text};
@@ -560,4 +561,95 @@ async fn wait_for_stop(log: &Path) {
         assert!(Instant::now() < deadline, "serve did not stop: {text}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_over_http_continues_the_traceparent_header() {
+    let receiver = Receiver::start().await;
+    let workspace = Workspace::new();
+    let hello = workspace.write("hello.txt", "hi\n");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tackle"));
+    command
+        .arg("--root")
+        .arg(workspace.root.path())
+        .arg("--data-dir")
+        .arg(workspace.data.path())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("HOME", workspace.data.path())
+        .env_remove("TACKLE_MODEL")
+        .env_remove("TACKLE_SERVE_TOKEN")
+        .env_remove(tackle_mcp::DEPTH_ENV)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut server = command.spawn().expect("spawn tackle serve --http");
+    let url = support::announced_url(&mut server);
+
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let traceparent = format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01");
+    let headers = std::collections::HashMap::from([(
+        hyper::header::HeaderName::from_static("traceparent"),
+        hyper::header::HeaderValue::from_str(&traceparent).unwrap(),
+    )]);
+    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
+    let client =
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("initialize over HTTP");
+    let result = call(&client, "read", json!({ "filePath": hello })).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+
+    receiver
+        .wait_for("the call's span", |r| !r.spans().is_empty())
+        .await;
+    let _ = server.kill();
+    let _ = server.wait();
+    let spans = receiver.spans();
+    assert_eq!(spans.len(), 1, "{spans:#?}");
+    assert_eq!(spans[0].trace_id, PARENT_TRACE);
+    assert_eq!(spans[0].parent_span_id, PARENT_SPAN);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_file_names_a_collector_only_once_trusted() {
+    let receiver = Receiver::start().await;
+    let workspace = Workspace::new();
+    let hello = workspace.write("hello.txt", "hi\n");
+    std::fs::create_dir(workspace.root.path().join(".tackle")).unwrap();
+    let settings =
+        json!({ "telemetry": { "endpoint": receiver.endpoint(), "protocol": "http/json" } });
+    workspace.write(".tackle/config.json", &settings.to_string());
+    let args = json!({ "filePath": hello }).to_string();
+
+    let untrusted = workspace
+        .command(&["call", "read", &args])
+        .output()
+        .await
+        .unwrap();
+    assert!(untrusted.status.success(), "{untrusted:?}");
+    assert!(
+        receiver.spans().is_empty(),
+        "an untrusted project sent telemetry"
+    );
+    let check = workspace
+        .command(&["config", "check"])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout).into_owned()
+        + &String::from_utf8_lossy(&check.stderr);
+    assert!(said.contains("telemetry"), "{said}");
+
+    let trust = workspace.command(&["trust"]).output().await.unwrap();
+    assert!(trust.status.success(), "{trust:?}");
+    let trusted = workspace
+        .command(&["call", "read", &args])
+        .output()
+        .await
+        .unwrap();
+    assert!(trusted.status.success(), "{trusted:?}");
+    assert_eq!(receiver.spans().len(), 1);
 }

@@ -143,6 +143,26 @@ pub trait CallSpan: Send + Sync + 'static {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn printing_then_parsing_gives_the_same_context(
+            trace_id in any::<[u8; 16]>(),
+            span_id in any::<[u8; 8]>(),
+            flags in any::<u8>(),
+        ) {
+            prop_assume!(trace_id != [0; 16] && span_id != [0; 8]);
+            let mut parent = TraceParent::new(trace_id, span_id, false).unwrap();
+            parent.flags = flags;
+            prop_assert_eq!(TraceParent::parse(&parent.to_string()), Ok(parent));
+        }
+
+        #[test]
+        fn parsing_any_text_never_panics(text in "\\PC{0,80}") {
+            let _ = TraceParent::parse(&text);
+        }
+    }
 
     const VALID: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
