@@ -99,7 +99,7 @@ impl Receiver {
     }
 
     /// Every metric received: its name and its data points' attributes and counts or sums.
-    fn metrics(&self) -> Vec<(String, Vec<(BTreeMap<String, Value>, f64)>)> {
+    fn metrics(&self) -> Vec<(String, Vec<Point>)> {
         let mut metrics = Vec::new();
         for body in self.bodies("/v1/metrics") {
             let export: Value = serde_json::from_str(&body).expect("OTLP JSON");
@@ -138,6 +138,9 @@ impl Receiver {
         }
     }
 }
+
+/// A metric's data point: its attributes and its count (a histogram) or value (a sum).
+type Point = (BTreeMap<String, Value>, f64);
 
 /// One received span.
 #[derive(Clone, Debug)]
