@@ -656,3 +656,40 @@ async fn a_project_file_names_a_collector_only_once_trusted() {
     assert!(trusted.status.success(), "{trusted:?}");
     assert_eq!(receiver.spans().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_ends_its_span_as_interrupted() {
+    let receiver = Receiver::start().await;
+    let workspace = Workspace::new();
+    let started = workspace.root.path().join("started");
+    let mut command = workspace.command(&["serve"]);
+    command
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50");
+    let client = workspace.serve(command).await;
+    let peer = client.peer().clone();
+    let script = format!("touch '{}'; exec sleep 30", started.display());
+    let pending = tokio::spawn(async move {
+        peer.call_tool(
+            CallToolRequestParams::new("bash").with_arguments(object(json!({ "command": script }))),
+        )
+        .await
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "the command never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Dropping the request sends `notifications/cancelled`.
+    pending.abort();
+    receiver
+        .wait_for("the cancelled call's span", |r| !r.spans().is_empty())
+        .await;
+    client.cancel().await.unwrap();
+    let spans = receiver.spans();
+    assert_eq!(spans.len(), 1, "{spans:#?}");
+    assert_eq!(spans[0].text("tackle.outcome"), "interrupted");
+    assert_eq!(spans[0].text("error.type"), "interrupted");
+    assert_eq!(spans[0].status_code, 2);
+}
