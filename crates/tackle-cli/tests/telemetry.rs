@@ -693,3 +693,27 @@ async fn a_cancelled_call_ends_its_span_as_interrupted() {
     assert_eq!(spans[0].text("error.type"), "interrupted");
     assert_eq!(spans[0].status_code, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_protocol_the_export_is_protobuf() {
+    let receiver = Receiver::start().await;
+    let workspace = Workspace::new();
+    let hello = workspace.write("hello.txt", "hi\n");
+    let args = json!({ "filePath": hello }).to_string();
+    let output = workspace
+        .command(&["call", "read", &args])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let bodies = receiver.bodies("/v1/traces");
+    assert_eq!(bodies.len(), 1);
+    assert!(!bodies[0].is_empty());
+    assert!(
+        serde_json::from_str::<Value>(&bodies[0]).is_err(),
+        "JSON was sent"
+    );
+    // The tool's name is a string field of the protobuf message.
+    assert!(bodies[0].contains("execute_tool read"));
+}
