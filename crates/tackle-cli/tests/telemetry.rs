@@ -717,3 +717,26 @@ async fn without_a_protocol_the_export_is_protobuf() {
     // The tool's name is a string field of the protobuf message.
     assert!(bodies[0].contains("execute_tool read"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_setting_leaves_telemetry_off_says_why_and_the_call_runs() {
+    let receiver = Receiver::start().await;
+    let workspace = Workspace::new();
+    let hello = workspace.write("hello.txt", "hi\n");
+    let args = json!({ "filePath": hello }).to_string();
+    let output = workspace
+        .command(&["call", "read", &args])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("telemetry is off: OTEL_EXPORTER_OTLP_PROTOCOL is `grpc`")
+            && stderr.contains("`http/protobuf` or `http/json`"),
+        "{stderr}"
+    );
+    assert!(receiver.bodies("/v1/traces").is_empty());
+}
