@@ -118,11 +118,25 @@ impl Gate {
             return Ok(());
         };
         let rules = (inner.rules)(cx.agent());
+        // The question, for the call's span: the permission and patterns, never the metadata.
+        let asked = cx
+            .span()
+            .map(|_| (ask.permission.clone(), ask.patterns.join(", ")));
         let request = PermissionRequest::new(cx.session().as_str(), ask.permission, ask.patterns)
             .with_always(ask.always)
             .with_metadata(ask.metadata)
             .with_tool_call(cx.assistant_message().as_str(), cx.call().as_str());
-        inner.service.ask(request, &rules).await
+        let answer = inner.service.ask(request, &rules).await;
+        if let Some((permission, patterns)) = asked {
+            cx.span_event("tackle.permission", || {
+                vec![
+                    ("tackle.permission.name", permission),
+                    ("tackle.permission.patterns", patterns),
+                    ("tackle.permission.answer", answer_name(&answer).to_owned()),
+                ]
+            });
+        }
+        answer
     }
 
     /// Asks `external_directory` for `target` when it lies outside the Location.
@@ -157,7 +171,16 @@ impl Gate {
         };
         let rules = (inner.rules)(cx.agent());
         match configured_denial(&rules, permission, patterns) {
-            Some(denied) => Err(refusal(denied)),
+            Some(denied) => {
+                cx.span_event("tackle.permission", || {
+                    vec![
+                        ("tackle.permission.name", permission.to_owned()),
+                        ("tackle.permission.patterns", patterns.join(", ")),
+                        ("tackle.permission.answer", "denied_by_rule".to_owned()),
+                    ]
+                });
+                Err(refusal(denied))
+            }
             None => Ok(()),
         }
     }
@@ -189,6 +212,19 @@ impl Gate {
                 .as_ref()
                 .map(|inner| inner.service.judgment(&(inner.rules)(cx.agent()))),
         )
+    }
+}
+
+/// How a permission question was answered, as the call's span records it.
+fn answer_name(answer: &Result<(), PermissionError>) -> &'static str {
+    match answer {
+        Ok(()) => "allowed",
+        Err(PermissionError::Denied { .. }) => "denied_by_rule",
+        Err(PermissionError::Rejected { .. } | PermissionError::Corrected { .. }) => {
+            "rejected_by_user"
+        }
+        Err(PermissionError::Unanswered { .. }) => "no_one_to_ask",
+        Err(PermissionError::Cancelled { .. }) => "cancelled",
     }
 }
 

@@ -661,7 +661,11 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 }
             });
             let session = session.unwrap_or_else(|| "cli".to_owned());
-            let cx = Context::new(identity(&session, &agent, message.as_deref()), cancel);
+            let mut cx = Context::new(identity(&session, &agent, message.as_deref()), cancel);
+            // A caller that traces (a command run by another tackle's `bash`) is continued.
+            if let Some(parent) = trace_parent_from_env() {
+                cx = cx.with_trace_parent(parent);
+            }
             let settlement = host.settle(&turn, cx, ToolCall::new(name, arguments)).await;
             let text = if json {
                 render::settlement_json(&settlement)?
@@ -700,6 +704,15 @@ fn model_from_env() -> anyhow::Result<Option<config::Model>> {
             .map_err(|message| anyhow::anyhow!("TACKLE_MODEL: {message}")),
         _ => Ok(None),
     }
+}
+
+/// The W3C trace context of `$TRACEPARENT`, when it is set and valid (an invalid one is
+/// ignored, as the W3C spec asks).
+fn trace_parent_from_env() -> Option<tackle_core::TraceParent> {
+    let value = std::env::var("TRACEPARENT").ok()?;
+    tackle_core::TraceParent::parse(&value)
+        .inspect_err(|error| tracing::debug!(%error, "ignored TRACEPARENT"))
+        .ok()
 }
 
 /// The call's identity: the given session, agent and message (else a fresh message), with a

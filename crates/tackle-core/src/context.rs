@@ -1,7 +1,7 @@
 //! The invocation context every tool receives: identity, cancellation, live progress, and the
 //! turn its sub-calls settle in.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::ids::{AgentId, CallId, CallIdentity, MessageId, SessionId};
 use crate::settle::SubSettle;
 use crate::settlement::{Settlement, SubCallReport, ToolCall};
+use crate::trace::{CallSpan, TraceParent};
 
 /// One live progress update from a running tool: a new title, new metadata, or both.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,6 +47,10 @@ struct ContextInner {
     identity: CallIdentity,
     cancellation: CancellationToken,
     progress: Option<mpsc::Sender<Progress>>,
+    /// The trace this call continues: the host's, or the parent call's span for a sub-call.
+    trace_parent: Option<TraceParent>,
+    /// The span telemetry opened for this call, once it did.
+    span: OnceLock<Arc<dyn CallSpan>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -88,8 +93,59 @@ impl Context {
                 identity,
                 cancellation,
                 progress: None,
+                trace_parent: None,
+                span: OnceLock::new(),
             }),
             scope: None,
+        }
+    }
+
+    /// The same context continuing the trace `parent` (the host's span, or the W3C
+    /// `traceparent` a request carried): telemetry makes the call's span its child.
+    pub fn with_trace_parent(self, parent: TraceParent) -> Self {
+        let inner = Arc::unwrap_or_clone(self.inner);
+        Self {
+            inner: Arc::new(ContextInner {
+                trace_parent: Some(parent),
+                ..inner
+            }),
+            scope: self.scope,
+        }
+    }
+
+    /// The trace context this call continues, when the host gave one (for a sub-call: its
+    /// parent call's span).
+    pub fn trace_parent(&self) -> Option<TraceParent> {
+        self.inner.trace_parent
+    }
+
+    /// Attaches the span telemetry opened for this call. Only the first attach counts; returns
+    /// false when a span was already attached.
+    pub fn attach_span(&self, span: Arc<dyn CallSpan>) -> bool {
+        self.inner.span.set(span).is_ok()
+    }
+
+    /// The span telemetry opened for this call, if any.
+    pub fn span(&self) -> Option<&Arc<dyn CallSpan>> {
+        self.inner.span.get()
+    }
+
+    /// The trace context to pass on to what this call starts (a command's `TRACEPARENT`, a
+    /// sub-call): this call's span when telemetry opened one, else the trace it continues.
+    pub fn trace_context(&self) -> Option<TraceParent> {
+        self.span()
+            .and_then(|span| span.context())
+            .or(self.inner.trace_parent)
+    }
+
+    /// Records an event on this call's span; nothing when no span is open.
+    pub fn span_event(
+        &self,
+        name: &'static str,
+        attributes: impl FnOnce() -> Vec<(&'static str, String)>,
+    ) {
+        if let Some(span) = self.span() {
+            span.event(name, attributes());
         }
     }
 
@@ -142,6 +198,8 @@ impl Context {
                 identity: self.inner.identity.sub_call(index),
                 cancellation: self.inner.cancellation.child_token(),
                 progress: self.inner.progress.clone(),
+                trace_parent: self.trace_context(),
+                span: OnceLock::new(),
             }),
             scope: None,
         };

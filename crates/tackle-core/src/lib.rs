@@ -39,6 +39,7 @@ mod settle;
 mod settlement;
 mod standard;
 mod tool;
+mod trace;
 
 pub use bound::{
     Bounded, Direction, LimitsOverride, MEDIA_DATA_OMITTED, Omitted, OutputLimits, Recovery,
@@ -68,6 +69,7 @@ pub use tool::{
     AnyTool, Concurrency, Invocation, InvocationOutcome, InvocationTimings, State, Tool,
     ToolDefinition,
 };
+pub use trace::{CallSpan, TraceParent, TraceParentError};
 
 /// Re-exported so `OutputStore` adapters need no `bytes` dependency of their own.
 pub use bytes::Bytes;

@@ -25,7 +25,7 @@ use tackle_permission::{
 };
 
 mod de;
-mod file;
+pub(crate) mod file;
 mod json;
 mod read;
 
@@ -300,6 +300,8 @@ pub struct Config {
     trust: Option<ProjectTrust>,
     /// `sandbox`, merged over the files.
     sandbox: file::SandboxSection,
+    /// `telemetry`: the last file's section.
+    pub(crate) telemetry: Option<file::TelemetrySection>,
 }
 
 /// A command hook from a configuration file.

@@ -182,6 +182,7 @@ impl HostBuilder {
             warnings.push(warning);
         }
         tracing::info!(kernel = %tackle_sandbox::Support::kernel().describe(), "sandbox");
+        let telemetry = start_telemetry(&config, &mut warnings);
 
         let output_dir = data_dir.join("tool-output");
         let store = FsOutputStore::new(&output_dir).map_err(HostError::store("output store"))?;
@@ -439,7 +440,32 @@ impl HostBuilder {
             snapshots: snapshot_store,
             snapshot_layer,
             session_state,
+            telemetry,
         })
+    }
+}
+
+/// The host's telemetry, when the environment or the configuration names a collector; a
+/// setting that cannot be used leaves it off, with a warning.
+fn start_telemetry(
+    config: &Config,
+    warnings: &mut Vec<String>,
+) -> Option<Arc<crate::telemetry::Telemetry>> {
+    let env = |name: &str| std::env::var(name).ok();
+    let settings =
+        match crate::telemetry::TelemetrySettings::resolve(config.telemetry.as_ref(), env) {
+            Ok(settings) => settings?,
+            Err(error) => {
+                warnings.push(error.to_string());
+                return None;
+            }
+        };
+    match crate::telemetry::Telemetry::start(&settings) {
+        Ok(telemetry) => Some(telemetry),
+        Err(error) => {
+            warnings.push(error.to_string());
+            None
+        }
     }
 }
 
@@ -514,6 +540,8 @@ pub struct Host {
     pub(crate) snapshot_layer: Option<Arc<policy::snapshot::SnapshotLayer>>,
     /// Per-session state, shared with the tools and layers.
     session_state: Arc<SqliteSessionState>,
+    /// Spans and metrics of every call, when a collector is configured.
+    telemetry: Option<Arc<crate::telemetry::Telemetry>>,
 }
 
 impl Drop for Host {
@@ -521,6 +549,9 @@ impl Drop for Host {
         // Whatever else still holds the database (a task that outlives the host), what this
         // host queued is committed when it goes.
         self.flush_stores();
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.shutdown(crate::telemetry::FLUSH_WITHIN);
+        }
     }
 }
 
@@ -558,6 +589,10 @@ impl Host {
         if let Some(snapshots) = self.snapshots.opened() {
             snapshots.persist();
         }
+        // Last: the spans and metrics still queued, waiting at most `FLUSH_WITHIN`.
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.shutdown(crate::telemetry::FLUSH_WITHIN);
+        }
     }
 
     /// Commits the journal's and session state's queued rows (one writer serves both).
@@ -586,7 +621,14 @@ impl Host {
             Some(dialect) => self.location.materialize_for(dialect, filter),
             None => self.location.materialize(filter),
         };
-        Ok(turn.with_layers(self.layers.clone()))
+        let layers = match &self.telemetry {
+            // First, so it sees every call before another layer can stop it.
+            Some(telemetry) => std::iter::once(telemetry.layer(model))
+                .chain(self.layers.iter().cloned())
+                .collect(),
+            None => self.layers.clone(),
+        };
+        Ok(turn.with_layers(layers))
     }
 
     /// Settles one call of `turn` for `cx`: host policy (name repair, argument aliases, the

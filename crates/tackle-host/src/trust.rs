@@ -78,6 +78,8 @@ pub enum HeldReason {
     WidensPermissions,
     /// A project rule may never do it, trusted or not: allow a `*_trust` permission.
     NeverGranted,
+    /// It sends what tackle does off this machine: a telemetry collector.
+    SendsData,
 }
 
 impl HeldReason {
@@ -87,6 +89,7 @@ impl HeldReason {
             HeldReason::RunsCommand => "runs a command",
             HeldReason::WidensPermissions => "widens permissions",
             HeldReason::NeverGranted => "a project rule can never grant a trust permission",
+            HeldReason::SendsData => "sends telemetry off this machine",
         }
     }
 
@@ -95,6 +98,7 @@ impl HeldReason {
             HeldReason::RunsCommand => "runs_command",
             HeldReason::WidensPermissions => "widens_permissions",
             HeldReason::NeverGranted => "never_granted",
+            HeldReason::SendsData => "sends_data",
         }
     }
 }

@@ -769,8 +769,14 @@ fn remote_tool(
                 Value::Object(arguments) => arguments,
                 _ => JsonObject::new(),
             };
-            let request =
+            let mut request =
                 CallToolRequestParams::new(original.to_string()).with_arguments(arguments);
+            // The server continues the call's trace (MCP carries W3C Trace Context in `_meta`).
+            if let Some(trace) = cx.trace_context() {
+                let mut meta = rmcp::model::RequestMetaObject::default();
+                meta.set_traceparent(trace.to_string());
+                request.meta = Some(meta);
+            }
             // Dropping the request future sends `notifications/cancelled` to the server.
             let response = tokio::select! {
                 response = peer.call_tool_once(request) => response,

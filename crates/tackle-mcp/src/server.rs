@@ -18,7 +18,9 @@ use rmcp::service::{
 use rmcp::transport::IntoTransport;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
-use tackle_core::{AgentId, CallIdentity, Concurrency, Context, Progress, ToolDefinition};
+use tackle_core::{
+    AgentId, CallIdentity, Concurrency, Context, Progress, ToolDefinition, TraceParent,
+};
 use tackle_registry::{Location, RegistryChanges, ToolCall, Turn, TurnFilter};
 
 use tokio::sync::mpsc;
@@ -651,7 +653,8 @@ impl ServerHandler for TackleServer {
             let registered = calls.enter(call_id, Asker::InputRequired(asker.clone()));
             let cancel = CancellationToken::new();
             let (progress, updates) = mpsc::channel(PROGRESS_BUFFER);
-            let cx = Context::new(identity, cancel.clone()).with_progress(progress);
+            let cx = with_trace(Context::new(identity, cancel.clone()), &context)
+                .with_progress(progress);
             let server = self.clone();
             let stopped = cancel.clone();
             let in_flight = InFlight {
@@ -681,7 +684,7 @@ impl ServerHandler for TackleServer {
             .client_calls
             .as_ref()
             .map(|calls| calls.enter(call_id, Asker::Request(context.peer.clone())));
-        let mut cx = Context::new(identity, context.ct.clone());
+        let mut cx = with_trace(Context::new(identity, context.ct.clone()), &context);
         let forwarder = context.meta.get_progress_token().map(|token| {
             let (sender, mut updates) = mpsc::channel(PROGRESS_BUFFER);
             cx = cx.clone().with_progress(sender);
@@ -737,6 +740,26 @@ fn per_request_session(context: &RequestContext<RoleServer>) -> bool {
         .extensions
         .get::<http::request::Parts>()
         .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"))
+}
+
+/// `cx` continuing the trace the request names: its `_meta.traceparent` (MCP's carrier of the
+/// W3C Trace Context), else the `traceparent` header of the HTTP request that carried it. An
+/// invalid value is ignored, as the W3C spec asks.
+fn with_trace(cx: Context, context: &RequestContext<RoleServer>) -> Context {
+    let header = || {
+        let parts = context.extensions.get::<http::request::Parts>()?;
+        parts.headers.get("traceparent")?.to_str().ok()
+    };
+    let Some(value) = context.meta.get_traceparent().or_else(header) else {
+        return cx;
+    };
+    match TraceParent::parse(value) {
+        Ok(parent) => cx.with_trace_parent(parent),
+        Err(error) => {
+            tracing::debug!(%error, "ignored the request's trace context");
+            cx
+        }
+    }
 }
 
 /// True when `name` in `turn` may change files (its class is not read-only).

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tackle_core::{CallIdentity, Content, Context, ToolFailure};
+use tackle_core::{CallIdentity, Content, Context, ToolFailure, TraceParent};
 use tackle_mcp::{
     BeforeCall, ConnectError, ConnectOptions, McpServerConfig, McpTransport, connect, supervise,
 };
@@ -71,6 +71,43 @@ fn text(content: &[Content]) -> String {
         .filter_map(Content::as_text)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[tokio::test]
+async fn a_call_passes_its_trace_context_to_the_server_in_meta() {
+    let location = location();
+    let connection = connect(&echo_server(), &location, &ConnectOptions::default())
+        .await
+        .expect("the echo server connects");
+    let turn = location.materialize(AllTools);
+    let parent =
+        TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+    let cx = Context::new(
+        CallIdentity::new("s", "build", "m", "traced"),
+        CancellationToken::new(),
+    )
+    .with_trace_parent(parent);
+    let traced = turn
+        .settle(cx, ToolCall::new("echo_echo", json!({"text": "hi"})))
+        .await;
+    let Outcome::Success(output) = &traced.outcome else {
+        panic!("echo failed: {:?}", traced.outcome);
+    };
+    assert_eq!(
+        output.structured["structuredContent"]["traceparent"],
+        json!(parent.to_string())
+    );
+    // A call without a trace sends none.
+    let plain = settle(&turn, "echo_echo", json!({"text": "hi"})).await;
+    let Outcome::Success(output) = &plain.outcome else {
+        panic!("echo failed: {:?}", plain.outcome);
+    };
+    assert!(
+        output.structured["structuredContent"]
+            .get("traceparent")
+            .is_none()
+    );
+    connection.close().await;
 }
 
 #[tokio::test]

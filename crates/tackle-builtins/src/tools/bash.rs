@@ -367,7 +367,7 @@ async fn bash(
         shell: shell.clone(),
         command: input.command.clone(),
         cwd,
-        env: run::child_env(std::env::vars_os()),
+        env: run::call_env(cx),
         timeout,
         die_with_parent: options.die_with_parent,
         limits: CaptureLimits {

@@ -461,7 +461,7 @@ impl Custom {
             shell: shell.clone(),
             command: shell_line(&manifest.command),
             cwd,
-            env: run::child_env(std::env::vars_os()),
+            env: run::call_env(cx),
             timeout: manifest.timeout,
             die_with_parent: defaults.die_with_parent,
             limits: CaptureLimits {

@@ -56,6 +56,8 @@ pub(crate) struct TackleFile {
     pub(crate) serve: Option<ServeSection>,
     /// The OS sandbox every command runs under.
     pub(crate) sandbox: Option<SandboxSection>,
+    /// Spans and metrics of every call, sent to an OpenTelemetry collector (OTLP over HTTP).
+    pub(crate) telemetry: Option<TelemetrySection>,
 }
 
 /// The keys of a tackle configuration file, in the order they are documented.
@@ -77,6 +79,7 @@ pub(crate) const TACKLE_KEYS: &[&str] = &[
     "hooks",
     "serve",
     "sandbox",
+    "telemetry",
 ];
 
 /// A `permission` value, its object keys in document order.
@@ -471,6 +474,58 @@ pub(crate) struct ServeSection {
     /// output as `outputSchema` (default `false`: the model reads tackle's text, even in hosts
     /// that prefer `structuredContent`).
     pub(crate) structured_content: Option<bool>,
+}
+
+/// Telemetry through OpenTelemetry. The standard `OTEL_*` environment variables outrank these
+/// keys; with no endpoint in either, nothing is sent.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", expecting = "an object")]
+pub(crate) struct TelemetrySection {
+    /// The collector's OTLP/HTTP base URL, such as `http://localhost:4318`: spans go to
+    /// `/v1/traces` and metrics to `/v1/metrics` under it (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+    pub(crate) endpoint: Option<NonEmpty>,
+    /// The OTLP encoding: `http/protobuf` (default) or `http/json`
+    /// (`OTEL_EXPORTER_OTLP_PROTOCOL`).
+    pub(crate) protocol: Option<OtlpProtocol>,
+    /// The `service.name` of the spans (default `tackle`; `OTEL_SERVICE_NAME`).
+    pub(crate) service_name: Option<NonEmpty>,
+    /// More resource attributes, such as `{"deployment.environment": "ci"}`
+    /// (`OTEL_RESOURCE_ATTRIBUTES`).
+    pub(crate) resource_attributes: Option<BTreeMap<String, String>>,
+    /// Headers sent with every export, such as a backend's API key
+    /// (`OTEL_EXPORTER_OTLP_HEADERS`).
+    pub(crate) headers: Option<BTreeMap<String, String>>,
+    /// `true` sends nothing, whatever else is set (`OTEL_SDK_DISABLED`).
+    pub(crate) disabled: Option<bool>,
+    /// Put each call's arguments and result on its span (default `false`: they may hold
+    /// secrets).
+    pub(crate) content: Option<bool>,
+}
+
+impl TelemetrySection {
+    /// This section with `later`'s keys on top, key by key.
+    pub(crate) fn merged(self, later: TelemetrySection) -> TelemetrySection {
+        TelemetrySection {
+            endpoint: later.endpoint.or(self.endpoint),
+            protocol: later.protocol.or(self.protocol),
+            service_name: later.service_name.or(self.service_name),
+            resource_attributes: later.resource_attributes.or(self.resource_attributes),
+            headers: later.headers.or(self.headers),
+            disabled: later.disabled.or(self.disabled),
+            content: later.content.or(self.content),
+        }
+    }
+}
+
+/// An OTLP encoding over HTTP.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub(crate) enum OtlpProtocol {
+    /// Protocol buffers, OTLP's default.
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+    /// JSON.
+    #[serde(rename = "http/json")]
+    HttpJson,
 }
 
 /// Formatters by name, or `false` for none.

@@ -15,7 +15,7 @@ use super::file::{
     AgentModeName, AgentSection, DiagnosticsSection, DirectionName, FormatterSetting, HooksSection,
     LimitsSection, LspSection, McpSection, ModelSection, NonEmpty, OpenCodeAgent, OpenCodeMcp,
     OrderedBools, PermissionValue, SandboxSection, ServeSection, ShellSection, Strings,
-    TACKLE_KEYS,
+    TACKLE_KEYS, TelemetrySection,
 };
 use super::json::{self, Entry, Node, Pos, Value};
 use super::{AgentConfig, Config, Dialect, McpServer, McpTransport, ModelTools, Problem};
@@ -178,6 +178,18 @@ impl Reader<'_> {
                         && let Some(on) = section.structured_content
                     {
                         config.structured_content = Some(on);
+                    }
+                }
+                "telemetry" => {
+                    if let Some(section) = self.decode::<TelemetrySection>(path, node)
+                        && self.hold(
+                            path,
+                            "sends spans and metrics to a collector",
+                            HeldReason::SendsData,
+                        )
+                    {
+                        let earlier = config.telemetry.take().unwrap_or_default();
+                        config.telemetry = Some(earlier.merged(section));
                     }
                 }
                 "shell" => self.shell(path, node, config),

@@ -1,6 +1,7 @@
 //! A tiny MCP server over stdio, used only by tackle-mcp's client tests.
 //!
-//! Tools: `echo` (text plus `structuredContent`), `picture` (an image), `fail` (`isError`),
+//! Tools: `echo` (text plus `structuredContent`, with the request's `_meta.traceparent` when
+//! it has one), `picture` (an image), `fail` (`isError`),
 //! `broken` (an input schema no JSON Schema compiler accepts), `slow` (waits until
 //! cancelled), `exit` (the process exits without answering), `seen` (the names of the tools
 //! called so far, for tests that check a call never arrived) and `grow` (adds the tool `extra`,
@@ -106,7 +107,12 @@ impl ServerHandler for Echo {
                     .to_owned();
                 let mut result =
                     CallToolResult::success(vec![ContentBlock::text(format!("echo: {text}"))]);
-                result.structured_content = Some(json!({"echoed": text, "length": text.len()}));
+                let mut structured = json!({"echoed": text, "length": text.len()});
+                // The trace context the client sent, for the test of its propagation.
+                if let Some(traceparent) = context.meta.get_traceparent() {
+                    structured["traceparent"] = json!(traceparent);
+                }
+                result.structured_content = Some(structured);
                 result
             }
             "picture" => CallToolResult::success(vec![

@@ -830,8 +830,26 @@ pub(crate) const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
 
 /// Variables of tackle's own process that describe it, not the command: a command run from a
 /// tackle that is an MCP server of another is not itself nested (`TACKLE_MCP_DEPTH`, read by
-/// tackle-mcp), and a call's marker is set fresh for each call.
-pub(crate) const HOST_ONLY_ENV: &[&str] = &["TACKLE_MCP_DEPTH", procs::MARKER_ENV];
+/// tackle-mcp), and a call's marker and trace context are set fresh for each call.
+pub(crate) const HOST_ONLY_ENV: &[&str] = &[
+    "TACKLE_MCP_DEPTH",
+    procs::MARKER_ENV,
+    TRACEPARENT_ENV,
+    "TRACESTATE",
+];
+
+/// The W3C Trace Context variable a command's own telemetry continues from.
+pub(crate) const TRACEPARENT_ENV: &str = "TRACEPARENT";
+
+/// The environment of a command run for the call in `cx`: [`child_env`] of tackle's own, with
+/// `TRACEPARENT` naming the call's span (or the trace it continues) when it has one.
+pub(crate) fn call_env(cx: &tackle_core::Context) -> Vec<(OsString, OsString)> {
+    let mut env = child_env(std::env::vars_os());
+    if let Some(trace) = cx.trace_context() {
+        env.push((TRACEPARENT_ENV.into(), trace.to_string().into()));
+    }
+    env
+}
 
 /// True when `name` matches one of [`SECRET_ENV`].
 pub(crate) fn is_secret(name: &OsStr) -> bool {
