@@ -43,6 +43,8 @@ use crate::gate::Gate;
 mod apply_patch;
 #[cfg(feature = "shell")]
 pub mod bash;
+#[cfg(feature = "web")]
+mod codesearch;
 #[cfg(feature = "shell")]
 mod custom;
 #[cfg(feature = "fs")]
@@ -97,6 +99,8 @@ mod tests;
 pub use apply_patch::{ApplyPatchInput, ApplyPatchOutput, PatchedFile};
 #[cfg(feature = "shell")]
 pub use bash::{BashInput, BashOutput};
+#[cfg(feature = "web")]
+pub use codesearch::{CodeSearchInput, CodeSearchOutput};
 #[cfg(feature = "shell")]
 pub use custom::{
     CustomCatalog, CustomCommand, CustomManifest, CustomSource, CustomWarning,
@@ -508,12 +512,17 @@ pub fn skill_tools(env: &ToolEnv, catalog: SkillCatalog) -> Vec<(&'static str, A
     vec![(ToolName::SKILL.as_str(), skill::tool(env, catalog))]
 }
 
-/// The web tools, named as the model calls them: `webfetch`, and `websearch` when `search`
-/// configures a provider (see [`WebSearchConfig::from_env`]).
+/// The web tools, named as the model calls them: `webfetch`, and `websearch` and `codesearch`
+/// when `search` configures a provider (see [`WebSearchConfig::from_env`]); both are offered to
+/// the same model providers.
 #[cfg(feature = "web")]
 pub fn web_tools(env: &ToolEnv, search: Option<WebSearchConfig>) -> Vec<(&'static str, AnyTool)> {
     let mut tools = vec![(ToolName::WEBFETCH.as_str(), webfetch::tool(env))];
     if let Some(config) = search {
+        tools.push((
+            ToolName::CODESEARCH.as_str(),
+            codesearch::tool(env, config.clone()),
+        ));
         tools.push((ToolName::WEBSEARCH.as_str(), websearch::tool(env, config)));
     }
     tools
