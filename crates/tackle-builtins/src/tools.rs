@@ -77,7 +77,7 @@ mod task;
 #[cfg(feature = "agent")]
 mod todo;
 #[cfg(any(feature = "search", feature = "agent"))]
-mod walk;
+pub(crate) mod walk;
 #[cfg(feature = "web")]
 mod webfetch;
 #[cfg(feature = "web")]
@@ -189,6 +189,35 @@ pub struct ToolEnv {
     pub(crate) outputs: Option<Arc<SessionOutputs>>,
     /// The sandbox every command a tool starts runs under; `None` runs them unsandboxed.
     pub(crate) sandboxes: Option<Arc<tackle_sandbox::Sandboxes>>,
+    /// The live index grep answers from when it can; `None` scans.
+    pub(crate) index: Option<Arc<dyn FileIndex>>,
+}
+
+/// A live index of the Location's files, the port grep answers from instead of walking (see
+/// `tackle_builtins::index::SearchIndex`). An answer must equal what a walk would find at the
+/// moment of the call; an index that cannot be sure says `None` and the call scans.
+pub trait FileIndex: Send + Sync + std::fmt::Debug {
+    /// The files a grep walk of the directory `dir` (absolute) would search, in any order, each
+    /// marked with whether it must be searched for `pattern`; `None` to scan instead.
+    fn grep_files(&self, dir: &std::path::Path, pattern: &str) -> Option<Vec<IndexedFile>>;
+}
+
+/// One file of a [`FileIndex`] answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedFile {
+    /// The file's path, below the directory asked about.
+    pub path: std::path::PathBuf,
+    /// False when the file cannot hold a match: it is counted but not opened.
+    pub search: bool,
+    /// True when the file holds binary data (a NUL byte).
+    pub binary: bool,
+}
+
+/// Whether the ignore rules of the directories above `dir` ignore its contents, so a grep walk
+/// of `dir` leaves out the ignore rules of its parents.
+#[cfg(feature = "search")]
+pub(crate) fn grep_ignored_by_parents(dir: &std::path::Path) -> bool {
+    grep::ignored_by_parents(dir)
 }
 
 /// tackle's own directories outside the Location whose files belong to one session each: the
@@ -267,7 +296,14 @@ impl ToolEnv {
             review: None,
             outputs: None,
             sandboxes: None,
+            index: None,
         }
+    }
+
+    /// Lets grep answer from `index` when it can.
+    pub fn with_index(mut self, index: Arc<dyn FileIndex>) -> Self {
+        self.index = Some(index);
+        self
     }
 
     /// Runs every command a tool starts (bash and its jobs, custom tools) under `sandboxes`.

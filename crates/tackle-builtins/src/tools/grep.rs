@@ -25,6 +25,8 @@ use super::readable::Readable;
 use super::{ToolEnv, failure};
 use crate::gate::Ask;
 
+pub(crate) use search::ignored_by_parents;
+
 mod search;
 #[cfg(test)]
 mod tests;
@@ -154,9 +156,16 @@ async fn grep(
         readable: Readable::new(env, cx),
     };
     let cancel = cx.cancellation().clone();
-    let found =
-        tokio::task::spawn_blocking(move || search::search(query, &|| cancel.is_cancelled()))
-            .await
+    // The index answers for a directory; a single file is searched as it is.
+    let index = env.index.clone().filter(|_| target.path.is_dir());
+    let found = tokio::task::spawn_blocking(move || {
+        let stop = || cancel.is_cancelled();
+        match index.and_then(|index| index.grep_files(&query.root, &pattern)) {
+            Some(files) => search::search_listed(query, files, &stop),
+            None => search::search(query, &stop),
+        }
+    })
+    .await
             .map_err(|join| {
                 if join.is_panic() {
                     std::panic::resume_unwind(join.into_panic());
