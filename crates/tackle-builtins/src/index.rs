@@ -14,6 +14,7 @@
 //! (one with symlinks or unreadable entries) scans, as `tackle call` does.
 
 pub(crate) mod plan;
+mod store;
 mod tree;
 mod watch;
 
@@ -23,7 +24,7 @@ mod tests;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::tools::{FileIndex, IndexedFile};
 use tree::Tree;
@@ -36,17 +37,21 @@ const MAX_CHANGES: usize = 10_000;
 const YOUNG: Duration = Duration::from_secs(1);
 
 /// The index's limits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexOptions {
     /// The most memory the index may hold, in bytes; a Location whose index would be larger is
     /// scanned.
     pub max_memory_bytes: usize,
+    /// Where the index is saved after each full walk and loaded from at the next start (a
+    /// directory of the data directory); `None` keeps it in memory only.
+    pub store_dir: Option<PathBuf>,
 }
 
 impl Default for IndexOptions {
     fn default() -> Self {
         Self {
             max_memory_bytes: 1024 * 1024 * 1024,
+            store_dir: None,
         }
     }
 }
@@ -83,6 +88,8 @@ struct Inner {
     young: Mutex<Vec<(PathBuf, Instant)>>,
     watch: Option<Watch>,
     rebuilding: AtomicBool,
+    /// Whether the saved index was looked for.
+    loaded: AtomicBool,
     /// Whether the reason calls scan was logged.
     said: AtomicBool,
 }
@@ -123,6 +130,7 @@ impl SearchIndex {
                 young: Mutex::new(Vec::new()),
                 watch: watch.ok(),
                 rebuilding: AtomicBool::new(false),
+                loaded: AtomicBool::new(false),
                 said: AtomicBool::new(false),
             }),
         };
@@ -182,8 +190,23 @@ impl SearchIndex {
                     watch.clear();
                 }
                 let started = Instant::now();
-                let tree = Tree::build(&inner.root);
+                let stored = inner
+                    .options
+                    .store_dir
+                    .as_ref()
+                    .map(|dir| store::path_for(dir, &inner.root));
+                // A saved index, once: later walks start from the one in memory.
+                let saved = stored
+                    .as_ref()
+                    .filter(|_| !inner.loaded.swap(true, Ordering::AcqRel))
+                    .and_then(|path| store::load(path, &inner.root));
+                let tree = Tree::build(&inner.root, saved);
                 let built_in = started.elapsed();
+                if let Some(path) = stored.filter(|_| tree.inexact.is_none()) {
+                    if let Err(error) = store::save(&tree, &path) {
+                        tracing::warn!("could not save the index to {}: {error}", path.display());
+                    }
+                }
                 let memory = tree.memory();
                 let phase = if memory > inner.options.max_memory_bytes {
                     Phase::Off(format!(
@@ -193,6 +216,13 @@ impl SearchIndex {
                         inner.options.max_memory_bytes / (1024 * 1024)
                     ))
                 } else {
+                    tracing::info!(
+                        files = tree.file_count(),
+                        memory_bytes = memory,
+                        built_in_ms = built_in.as_millis() as u64,
+                        "indexed {}",
+                        inner.root.display()
+                    );
                     Phase::Ready { tree, built_in }
                 };
                 *inner.phase.lock().unwrap_or_else(|e| e.into_inner()) = phase;
@@ -220,8 +250,10 @@ fn inexact_reason(inexact: &tree::Inexact) -> String {
     format!("the Location is not indexed because {why}, so grep scans")
 }
 
-impl FileIndex for SearchIndex {
-    fn grep_files(&self, dir: &Path, pattern: &str) -> Option<Vec<IndexedFile>> {
+impl SearchIndex {
+    /// The tree, brought up to date with every change made before this call, and `dir`
+    /// (absolute) below its root; `None` when the index cannot answer for `dir` exactly.
+    fn fresh(&self, dir: &Path) -> Option<(std::sync::MutexGuard<'_, Phase>, PathBuf)> {
         let inner = &self.inner;
         let relative = dir.strip_prefix(&inner.root).ok()?.to_path_buf();
         let mut phase = inner.phase.lock().unwrap_or_else(|e| e.into_inner());
@@ -259,6 +291,16 @@ impl FileIndex for SearchIndex {
         if !tree.has_dir(&relative) {
             return None;
         }
+        Some((phase, relative))
+    }
+}
+
+impl FileIndex for SearchIndex {
+    fn grep_files(&self, dir: &Path, pattern: &str) -> Option<Vec<IndexedFile>> {
+        let (phase, relative) = self.fresh(dir)?;
+        let Phase::Ready { tree, .. } = &*phase else {
+            return None;
+        };
         if !relative.as_os_str().is_empty() && crate::tools::grep_ignored_by_parents(dir) {
             return None;
         }
@@ -274,5 +316,16 @@ impl FileIndex for SearchIndex {
                 })
                 .collect(),
         )
+    }
+
+    fn glob_files(&self, dir: &Path, visit: &mut dyn FnMut(&Path, SystemTime)) -> bool {
+        let Some((phase, relative)) = self.fresh(dir) else {
+            return false;
+        };
+        let Phase::Ready { tree, .. } = &*phase else {
+            return false;
+        };
+        tree.each_file(&relative, visit);
+        true
     }
 }

@@ -189,17 +189,26 @@ pub struct ToolEnv {
     pub(crate) outputs: Option<Arc<SessionOutputs>>,
     /// The sandbox every command a tool starts runs under; `None` runs them unsandboxed.
     pub(crate) sandboxes: Option<Arc<tackle_sandbox::Sandboxes>>,
-    /// The live index grep answers from when it can; `None` scans.
+    /// The live index grep and glob answer from when they can; `None` scans.
     pub(crate) index: Option<Arc<dyn FileIndex>>,
 }
 
-/// A live index of the Location's files, the port grep answers from instead of walking (see
+/// A live index of the Location's files, the port grep and glob answer from instead of walking (see
 /// `tackle_builtins::index::SearchIndex`). An answer must equal what a walk would find at the
 /// moment of the call; an index that cannot be sure says `None` and the call scans.
 pub trait FileIndex: Send + Sync + std::fmt::Debug {
     /// The files a grep walk of the directory `dir` (absolute) would search, in any order, each
     /// marked with whether it must be searched for `pattern`; `None` to scan instead.
     fn grep_files(&self, dir: &std::path::Path, pattern: &str) -> Option<Vec<IndexedFile>>;
+
+    /// Calls `visit` with each file a glob walk of the directory `dir` (absolute) would find,
+    /// in any order: its path below `dir` and its modification time. False, having called
+    /// nothing, to scan instead.
+    fn glob_files(
+        &self,
+        dir: &std::path::Path,
+        visit: &mut dyn FnMut(&std::path::Path, std::time::SystemTime),
+    ) -> bool;
 }
 
 /// One file of a [`FileIndex`] answer.
@@ -300,7 +309,7 @@ impl ToolEnv {
         }
     }
 
-    /// Lets grep answer from `index` when it can.
+    /// Lets grep and glob answer from `index` when they can.
     pub fn with_index(mut self, index: Arc<dyn FileIndex>) -> Self {
         self.index = Some(index);
         self

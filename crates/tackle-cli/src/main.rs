@@ -362,7 +362,8 @@ fn open_host(
         .config(config)
         .approvals(approvals)
         .background_jobs(long_lived)
-        .snapshots(long_lived);
+        .snapshots(long_lived)
+        .search_index(long_lived);
     if let Some(calls) = calls {
         builder = builder.elicit_from(calls);
     }

@@ -46,6 +46,7 @@ pub struct HostBuilder {
     default_model: Option<Model>,
     background_jobs: bool,
     snapshots: bool,
+    search_index: bool,
 }
 
 impl HostBuilder {
@@ -67,7 +68,16 @@ impl HostBuilder {
             default_model: None,
             background_jobs: true,
             snapshots: true,
+            search_index: true,
         }
+    }
+
+    /// Whether grep answers from a live index of the Location (watched, built in the background
+    /// as the host opens; calls scan until it is ready). On by default, for hosts that serve
+    /// many calls; a host that ends with one call (`tackle call`) turns it off and scans.
+    pub fn search_index(mut self, on: bool) -> Self {
+        self.search_index = on;
+        self
     }
 
     /// Whether calls that may change files are bracketed by snapshots (so `undo` can revert
@@ -288,7 +298,20 @@ impl HostBuilder {
             std::fs::canonicalize(&output_dir).unwrap_or_else(|_| output_dir.clone());
         let real_spool_dir =
             std::fs::canonicalize(&spool_dir).unwrap_or_else(|_| spool_dir.clone());
-        let env = ToolEnv::new(fs)
+        let search_index = self.search_index.then(|| {
+            tackle_builtins::index::SearchIndex::start(
+                &root,
+                tackle_builtins::index::IndexOptions {
+                    store_dir: Some(data_dir.join("index")),
+                    ..Default::default()
+                },
+            )
+        });
+        let mut env = ToolEnv::new(fs);
+        if let Some(index) = &search_index {
+            env = env.with_index(Arc::new(index.clone()));
+        }
+        let env = env
             .with_sandboxes(sandboxes.clone())
             .with_gate(gate.clone())
             .with_session_state(session_state.clone())
@@ -440,6 +463,7 @@ impl HostBuilder {
             jobs,
             snapshots: snapshot_store,
             snapshot_layer,
+            search_index,
             session_state,
         })
     }
@@ -516,6 +540,8 @@ pub struct Host {
     pub(crate) snapshot_layer: Option<Arc<policy::snapshot::SnapshotLayer>>,
     /// Per-session state, shared with the tools and layers.
     session_state: Arc<SqliteSessionState>,
+    /// The live index grep answers from, when the host keeps one.
+    search_index: Option<tackle_builtins::index::SearchIndex>,
 }
 
 impl Drop for Host {
@@ -640,6 +666,11 @@ impl Host {
             self.feed.host(warning.clone());
             list.push(warning);
         }
+    }
+
+    /// What the live search index is doing, when the host keeps one.
+    pub fn search_index_status(&self) -> Option<tackle_builtins::index::IndexStatus> {
+        self.search_index.as_ref().map(|index| index.status())
     }
 
     /// Each session's saved outputs (the full text behind its truncated results) and spool

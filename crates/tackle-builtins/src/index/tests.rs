@@ -1,6 +1,6 @@
 //! The index against its model, the scan: over random trees, random edits between calls (made
-//! while the index watches, and while no index runs), and random patterns, every grep answer
-//! from the index equals the scan's, byte for byte.
+//! while the index watches, and while no index runs), and random patterns, every grep and glob
+//! answer from the index equals the scan's, byte for byte.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -53,17 +53,21 @@ const PATTERNS: [&str; 18] = [
 ];
 const TARGETS: [Option<&str>; 6] = [None, Some("d"), Some("h"), Some("d/f"), Some("k"), Some("a.txt")];
 const INCLUDES: [Option<&str>; 4] = [None, Some("*.txt"), Some("*.{rs,md}"), Some("d/**")];
+const GLOBS: [&str; 6] = ["*.txt", "**/*.rs", "d/**", "*", "h/*.md", "**/c.*"];
 
 #[derive(Clone, Debug)]
 enum Op {
     Write(usize, Vec<usize>),
     Delete(usize),
     RemoveDir(usize),
+    /// Renames a directory to `moved` (replacing what was there), then writes into it.
+    MoveDir(usize, Vec<usize>),
     Ignore(usize),
     /// Stops the index, edits, and starts a new one that calls may reach before it is built.
     Restart(usize, Vec<usize>),
     WaitBuilt,
     Query(usize, usize, usize),
+    Glob(usize, usize),
 }
 
 fn content() -> impl Strategy<Value = Vec<usize>> {
@@ -75,11 +79,13 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0..PATHS.len(), content()).prop_map(|(p, c)| Op::Write(p, c)),
         1 => (0..PATHS.len()).prop_map(Op::Delete),
         1 => (0..DIRS.len()).prop_map(Op::RemoveDir),
+        1 => (0..DIRS.len(), content()).prop_map(|(d, c)| Op::MoveDir(d, c)),
         1 => (0..IGNORES.len()).prop_map(Op::Ignore),
         1 => (0..PATHS.len(), content()).prop_map(|(p, c)| Op::Restart(p, c)),
         1 => Just(Op::WaitBuilt),
         6 => (0..PATTERNS.len(), 0..TARGETS.len(), 0..INCLUDES.len())
             .prop_map(|(p, t, i)| Op::Query(p, t, i)),
+        3 => (0..GLOBS.len(), 0..TARGETS.len()).prop_map(|(g, t)| Op::Glob(g, t)),
     ]
 }
 
@@ -99,15 +105,22 @@ fn apply(root: &Path, op: &Op) {
         Op::RemoveDir(dir) => {
             let _ = std::fs::remove_dir_all(root.join(DIRS[*dir]));
         }
+        Op::MoveDir(dir, words) => {
+            let _ = std::fs::remove_dir_all(root.join("moved"));
+            if std::fs::rename(root.join(DIRS[*dir]), root.join("moved")).is_ok() {
+                let text: String = words.iter().map(|w| WORDS[*w]).collect();
+                std::fs::write(root.join("moved/new.txt"), text).unwrap();
+            }
+        }
         Op::Ignore(rules) => std::fs::write(root.join(".gitignore"), IGNORES[*rules]).unwrap(),
-        Op::WaitBuilt | Op::Query(..) => {}
+        Op::WaitBuilt | Op::Query(..) | Op::Glob(..) => {}
     }
 }
 
-fn grep(env: &ToolEnv, args: Value) -> String {
+fn call(env: &ToolEnv, name: &str, args: Value) -> String {
     let tool: AnyTool = search_tools(env)
         .into_iter()
-        .find(|(name, _)| *name == "grep")
+        .find(|(tool, _)| *tool == name)
         .unwrap()
         .1;
     let cx = Context::new(CallIdentity::new("s", "build", "m", "c"), CancellationToken::new());
@@ -122,8 +135,15 @@ fn grep(env: &ToolEnv, args: Value) -> String {
     }
 }
 
-fn start(root: &Path) -> SearchIndex {
-    SearchIndex::start(root, IndexOptions::default())
+/// An index of `root` saved in `store`, so a restarted one loads it and checks it.
+fn start(root: &Path, store: &Path) -> SearchIndex {
+    SearchIndex::start(
+        root,
+        IndexOptions {
+            store_dir: Some(store.to_path_buf()),
+            ..IndexOptions::default()
+        },
+    )
 }
 
 fn run(tree: &[(usize, Vec<usize>)], ops: &[Op]) -> Result<(), TestCaseError> {
@@ -134,13 +154,14 @@ fn run(tree: &[(usize, Vec<usize>)], ops: &[Op]) -> Result<(), TestCaseError> {
     }
     let fs = LocationFs::new(&root).unwrap();
     let scan = ToolEnv::new(fs.clone());
-    let mut index = start(&root);
+    let store = tempfile::tempdir().unwrap();
+    let mut index = start(&root, store.path());
     prop_assert!(index.wait_built(Duration::from_secs(10)));
     for op in ops {
         if let Op::Restart(..) = op {
             drop(index);
             apply(&root, op);
-            index = start(&root);
+            index = start(&root, store.path());
             continue;
         }
         apply(&root, op);
@@ -157,8 +178,18 @@ fn run(tree: &[(usize, Vec<usize>)], ops: &[Op]) -> Result<(), TestCaseError> {
                     args["include"] = json!(include);
                 }
                 let indexed = ToolEnv::new(fs.clone()).with_index(Arc::new(index.clone()));
-                let from_index = grep(&indexed, args.clone());
-                let from_scan = grep(&scan, args.clone());
+                let from_index = call(&indexed, "grep", args.clone());
+                let from_scan = call(&scan, "grep", args.clone());
+                prop_assert_eq!(from_index, from_scan, "{}", args);
+            }
+            Op::Glob(pattern, target) => {
+                let mut args = json!({"pattern": GLOBS[*pattern]});
+                if let Some(target) = TARGETS[*target] {
+                    args["path"] = json!(target);
+                }
+                let indexed = ToolEnv::new(fs.clone()).with_index(Arc::new(index.clone()));
+                let from_index = call(&indexed, "glob", args.clone());
+                let from_scan = call(&scan, "glob", args.clone());
                 prop_assert_eq!(from_index, from_scan, "{}", args);
             }
             _ => {}
@@ -169,12 +200,12 @@ fn run(tree: &[(usize, Vec<usize>)], ops: &[Op]) -> Result<(), TestCaseError> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if std::env::var_os("TACKLE_DEEP").is_some() { 1000 } else { 24 },
+        cases: if std::env::var_os("TACKLE_DEEP").is_some() { 1000 } else { 64 },
         ..ProptestConfig::default()
     })]
 
     #[test]
-    fn grep_from_the_index_equals_a_scan_after_any_edits(
+    fn grep_and_glob_from_the_index_equal_a_scan_after_any_edits(
         tree in prop::collection::vec((0..PATHS.len(), content()), 0..9),
         ops in prop::collection::vec(op(), 1..24),
     ) {
@@ -188,7 +219,8 @@ fn an_edit_that_adds_a_match_is_found_by_the_next_call_from_the_index() {
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::write(root.join("src/a.rs"), "fn one() {}\n").unwrap();
-    let index = start(&root);
+    let store = tempfile::tempdir().unwrap();
+    let index = start(&root, store.path());
     assert!(index.wait_built(Duration::from_secs(10)));
     assert!(matches!(index.status(), IndexStatus::Ready { files: 1, .. }));
     let listed = |pattern: &str| {

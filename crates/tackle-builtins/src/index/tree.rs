@@ -24,10 +24,10 @@ const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// What identifies one version of a file's contents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Fingerprint {
-    len: u64,
-    modified: SystemTime,
-    changed: (i64, i64),
-    inode: u64,
+    pub(super) len: u64,
+    pub(super) modified: SystemTime,
+    pub(super) changed: (i64, i64),
+    pub(super) inode: u64,
 }
 
 impl Fingerprint {
@@ -54,9 +54,9 @@ pub(crate) enum Kind {
 }
 
 #[derive(Clone, Debug)]
-struct FileRecord {
-    fingerprint: Fingerprint,
-    kind: Kind,
+pub(super) struct FileRecord {
+    pub(super) fingerprint: Fingerprint,
+    pub(super) kind: Kind,
 }
 
 /// One file of a directory the index answers for.
@@ -72,9 +72,9 @@ pub(crate) struct Listed {
 
 /// One posting list: delta-encoded varint ids.
 #[derive(Default)]
-struct Postings {
-    bytes: Vec<u8>,
-    last: u32,
+pub(super) struct Postings {
+    pub(super) bytes: Vec<u8>,
+    pub(super) last: u32,
 }
 
 impl Postings {
@@ -121,12 +121,12 @@ pub(crate) enum Inexact {
 
 /// The index of one Location.
 pub(crate) struct Tree {
-    root: PathBuf,
-    files: Vec<Option<FileRecord>>,
-    by_path: BTreeMap<PathBuf, u32>,
-    dirs: HashSet<PathBuf>,
-    postings: FxHashMap<u32, Postings>,
-    posting_bytes: usize,
+    pub(super) root: PathBuf,
+    pub(super) files: Vec<Option<FileRecord>>,
+    pub(super) by_path: BTreeMap<PathBuf, u32>,
+    pub(super) dirs: HashSet<PathBuf>,
+    pub(super) postings: FxHashMap<u32, Postings>,
+    pub(super) posting_bytes: usize,
     pub(crate) inexact: Option<Inexact>,
 }
 
@@ -152,14 +152,16 @@ impl Tree {
         }
     }
 
-    /// The whole Location, walked and indexed.
-    pub(crate) fn build(root: &Path) -> Self {
-        let mut tree = Self::new(root);
+    /// The whole Location, walked and indexed. A tree `saved` earlier is brought up to date
+    /// instead: only files whose fingerprint changed are read.
+    pub(crate) fn build(root: &Path, saved: Option<Tree>) -> Self {
+        let mut tree = saved.unwrap_or_else(|| Self::new(root));
+        tree.inexact = None;
         if crate::tools::grep_ignored_by_parents(root) {
             tree.inexact = Some(Inexact::IgnoredRoot);
             return tree;
         }
-        tree.walk(Path::new(""), None);
+        tree.rewalk(Path::new(""), &HashSet::new());
         tree
     }
 
@@ -181,28 +183,40 @@ impl Tree {
     /// Walks the directory `relative` (with its parents' ignore rules) and indexes what it finds:
     /// the whole subtree, or its own entries only with `depth`. Files whose fingerprint did not
     /// change keep their entry. Returns the files and directories the walk saw.
-    fn walk(&mut self, relative: &Path, depth: Option<usize>) -> (HashSet<PathBuf>, HashSet<PathBuf>) {
+    fn walk(
+        &mut self,
+        relative: &Path,
+        depth: Option<usize>,
+        force: &HashSet<PathBuf>,
+    ) -> (HashSet<PathBuf>, HashSet<PathBuf>) {
         let start = self.root.join(relative);
         let boundary = Boundary::new(&self.root);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut builder = walk::builder(&start, &boundary);
         builder.threads(threads).parents(true).max_depth(depth);
-        let found: Mutex<Vec<Found>> = Mutex::new(Vec::new());
         let dirs: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
         let inexact: Mutex<Option<Inexact>> = Mutex::new(None);
+        let files_seen: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
         let known: FxHashMap<PathBuf, Fingerprint> = self
             .by_path
             .range(relative.to_path_buf()..)
             .take_while(|(path, _)| path.starts_with(relative))
             .filter(|(path, _)| depth.is_none() || path.parent() == Some(relative))
+            // A file reported changed is read again whatever its fingerprint says: two writes
+            // within one tick of the file system's clock can leave the same one.
+            .filter(|(path, _)| !force.contains(*path))
             .filter_map(|(path, id)| {
                 let record = self.files[*id as usize].as_ref()?;
                 Some((path.clone(), record.fingerprint))
             })
             .collect();
-        let root = &self.root;
+        let root = self.root.clone();
+        // Each file goes into the index as soon as it is read, so the walk holds no more than
+        // one file's trigrams per thread.
+        let tree = Mutex::new(&mut *self);
         builder.build_parallel().run(|| {
-            let (found, dirs, inexact, known) = (&found, &dirs, &inexact, &known);
+            let (tree, dirs, inexact, known, files_seen, root) =
+                (&tree, &dirs, &inexact, &known, &files_seen, &root);
             let mut seen = Seen::default();
             Box::new(move |entry| {
                 let entry = match entry {
@@ -232,42 +246,32 @@ impl Tree {
                             return WalkState::Continue;
                         };
                         let fingerprint = Fingerprint::of(&meta);
-                        let file = if known.get(&relative) == Some(&fingerprint) {
-                            Found {
-                                relative,
-                                fingerprint,
-                                kind: Kind::Text,
-                                trigrams: Vec::new(),
-                            }
-                        } else {
-                            let (kind, trigrams) = seen.read(entry.path(), fingerprint.len);
-                            Found {
-                                relative,
-                                fingerprint,
-                                kind,
-                                trigrams,
-                            }
-                        };
-                        found.lock().unwrap_or_else(|e| e.into_inner()).push(file);
+                        files_seen
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(relative.clone());
+                        if known.get(&relative) == Some(&fingerprint) {
+                            return WalkState::Continue;
+                        }
+                        let (kind, trigrams) = seen.read(entry.path(), fingerprint.len);
+                        tree.lock().unwrap_or_else(|e| e.into_inner()).insert(Found {
+                            relative,
+                            fingerprint,
+                            kind,
+                            trigrams,
+                        });
                     }
                     _ => {}
                 }
                 WalkState::Continue
             })
         });
+        drop(tree);
         if let Some(inexact) = inexact.into_inner().unwrap_or_else(|e| e.into_inner()) {
             self.inexact = Some(inexact);
         }
         if boundary.refused() > 0 {
             self.inexact = Some(Inexact::Symlink);
-        }
-        let mut files_seen = HashSet::new();
-        for file in found.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            files_seen.insert(file.relative.clone());
-            if known.get(&file.relative) == Some(&file.fingerprint) {
-                continue;
-            }
-            self.insert(file);
         }
         let dirs_seen: HashSet<PathBuf> = dirs
             .into_inner()
@@ -275,7 +279,10 @@ impl Tree {
             .into_iter()
             .collect();
         self.dirs.extend(dirs_seen.iter().cloned());
-        (files_seen, dirs_seen)
+        (
+            files_seen.into_inner().unwrap_or_else(|e| e.into_inner()),
+            dirs_seen,
+        )
     }
 
     fn insert(&mut self, file: Found) {
@@ -319,6 +326,11 @@ impl Tree {
     /// appeared, or whose ignore rules changed, is walked whole. `walk_whole` names directories
     /// to walk whole regardless.
     pub(crate) fn refresh(&mut self, paths: &[PathBuf], walk_whole: &[PathBuf]) {
+        let force: HashSet<PathBuf> = paths
+            .iter()
+            .filter_map(|path| path.strip_prefix(&self.root).ok())
+            .map(Path::to_path_buf)
+            .collect();
         let mut by_dir: BTreeMap<PathBuf, HashSet<PathBuf>> = BTreeMap::new();
         let mut whole: Vec<PathBuf> = walk_whole.to_vec();
         for path in paths {
@@ -355,18 +367,18 @@ impl Tree {
             }
         }
         for dir in &kept {
-            self.rewalk(dir);
+            self.rewalk(dir, &force);
         }
         for (dir, changed) in by_dir {
             if kept.iter().any(|done| dir.starts_with(done)) || !self.dirs.contains(&dir) {
                 continue;
             }
-            let (files, dirs) = self.walk(&dir, Some(1));
+            let (files, dirs) = self.walk(&dir, Some(1), &force);
             for entry in changed {
                 if dirs.contains(&entry) {
                     // A directory that was there before keeps its entries; each of their own
                     // changes is reported on its own. One that appeared is walked whole.
-                    self.rewalk(&entry);
+                    self.rewalk(&entry, &force);
                 } else if !files.contains(&entry) {
                     self.remove_file(&entry);
                     self.remove_tree(&entry);
@@ -376,7 +388,7 @@ impl Tree {
     }
 
     /// Walks the directory `relative` whole again, forgetting what is no longer there.
-    pub(crate) fn rewalk(&mut self, relative: &Path) {
+    pub(crate) fn rewalk(&mut self, relative: &Path, force: &HashSet<PathBuf>) {
         let before: Vec<PathBuf> = self
             .by_path
             .range(relative.to_path_buf()..)
@@ -388,7 +400,7 @@ impl Tree {
             self.remove_tree(relative);
             return;
         }
-        let (files, _) = self.walk(relative, None);
+        let (files, _) = self.walk(relative, None, force);
         for path in before {
             if !files.contains(&path) {
                 self.remove_file(&path);
@@ -424,6 +436,23 @@ impl Tree {
                 })
             })
             .collect()
+    }
+
+    /// Calls `visit` with each file at or below the directory `relative`: its path below that
+    /// directory and its modification time.
+    pub(crate) fn each_file(&self, relative: &Path, visit: &mut dyn FnMut(&Path, SystemTime)) {
+        for (path, id) in self
+            .by_path
+            .range(relative.to_path_buf()..)
+            .take_while(|(path, _)| path.starts_with(relative))
+        {
+            if let Some(record) = &self.files[*id as usize] {
+                visit(
+                    path.strip_prefix(relative).unwrap_or(path),
+                    record.fingerprint.modified,
+                );
+            }
+        }
     }
 
     /// The ids that may match, as a bit set; `None` for all.

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use notify::{Event, RecursiveMode, Watcher};
+use notify::{Event, EventKind, RecursiveMode, Watcher};
 
 use crate::fs::handle::{TEMP_PREFIX, TEMP_SUFFIX};
 
@@ -62,6 +62,15 @@ impl Watch {
         });
         let handler_shared = shared.clone();
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
+            // Opening or closing a file changes nothing (a write reports its own change), and
+            // every walk opens thousands.
+            if let Ok(Event {
+                kind: EventKind::Access(_),
+                ..
+            }) = event
+            {
+                return;
+            }
             let mut changes = handler_shared
                 .changes
                 .lock()
