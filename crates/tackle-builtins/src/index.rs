@@ -140,6 +140,15 @@ impl SearchIndex {
         index
     }
 
+    /// Where the index of `root` is saved under `store_dir`, and its size in bytes, when one
+    /// is saved there.
+    pub fn saved(store_dir: &Path, root: &Path) -> Option<(PathBuf, u64)> {
+        let root = std::fs::canonicalize(root).ok()?;
+        let path = store::path_for(store_dir, &root);
+        let bytes = std::fs::metadata(&path).ok()?.len();
+        Some((path, bytes))
+    }
+
     /// What the index is doing.
     pub fn status(&self) -> IndexStatus {
         match &*self.inner.phase.lock().unwrap_or_else(|e| e.into_inner()) {
@@ -310,7 +319,11 @@ impl FileIndex for SearchIndex {
             listed
                 .into_iter()
                 .map(|file| IndexedFile {
-                    path: dir.join(file.relative.strip_prefix(&relative).unwrap_or(&file.relative)),
+                    path: dir.join(
+                        file.relative
+                            .strip_prefix(&relative)
+                            .unwrap_or(&file.relative),
+                    ),
                     search: file.search,
                     binary: file.binary,
                 })

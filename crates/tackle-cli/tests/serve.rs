@@ -467,13 +467,20 @@ async fn serve_answers_grep_and_glob_from_its_index_and_sees_each_edit_at_the_ne
     assert!(text(&grep("needle_edit").await).starts_with("No matches found"));
 
     // Edits made outside tackle, as an editor or `git checkout` would, before the next call.
-    std::fs::write(sandbox.root.path().join("a.txt"), "first line\nneedle_edit\n").unwrap();
+    std::fs::write(
+        sandbox.root.path().join("a.txt"),
+        "first line\nneedle_edit\n",
+    )
+    .unwrap();
     std::fs::create_dir_all(sandbox.root.path().join("src/new")).unwrap();
     std::fs::write(sandbox.root.path().join("src/new/c.rs"), "// needle_edit\n").unwrap();
     let found = text(&grep("needle_edit").await);
     assert!(found.starts_with("Found 2 matches"), "{found}");
     assert!(found.contains("a.txt:\n  Line 2: needle_edit"), "{found}");
-    assert!(found.contains("src/new/c.rs:\n  Line 1: // needle_edit"), "{found}");
+    assert!(
+        found.contains("src/new/c.rs:\n  Line 1: // needle_edit"),
+        "{found}"
+    );
 
     let glob = text(&call(&client, "glob", json!({ "pattern": "**/*.rs" })).await);
     let mut listed: Vec<&str> = glob.lines().collect();

@@ -298,12 +298,12 @@ impl HostBuilder {
             std::fs::canonicalize(&output_dir).unwrap_or_else(|_| output_dir.clone());
         let real_spool_dir =
             std::fs::canonicalize(&spool_dir).unwrap_or_else(|_| spool_dir.clone());
-        let search_index = self.search_index.then(|| {
+        let search_index = (self.search_index && config.search_index()).then(|| {
             tackle_builtins::index::SearchIndex::start(
                 &root,
                 tackle_builtins::index::IndexOptions {
-                    store_dir: Some(data_dir.join("index")),
-                    ..Default::default()
+                    max_memory_bytes: config.index_max_memory_bytes(),
+                    store_dir: Some(index_dir(&data_dir)),
                 },
             )
         });
@@ -882,4 +882,47 @@ impl SnapshotStore {
     pub(crate) fn opened(&self) -> Option<&Arc<tackle_store::Snapshots>> {
         self.opened.get().and_then(|opened| opened.as_ref().ok())
     }
+}
+
+/// Where the live search index of the Location at `root` is kept under `data_dir`.
+fn index_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("index")
+}
+
+/// `tackle config check`'s line about the live search index: whether `serve` and embedders
+/// keep one, its memory cap, and the size of the one saved for `root` under `data_dir`.
+pub fn index_summary(
+    config: &Config,
+    data_dir: Option<&Path>,
+    root: &Path,
+) -> (String, serde_json::Value) {
+    let saved =
+        data_dir.and_then(|dir| tackle_builtins::index::SearchIndex::saved(&index_dir(dir), root));
+    let cap_mib = config.index_max_memory_bytes() / (1024 * 1024);
+    let line = if !config.search_index() {
+        "index: off (`index.enabled` is false): grep and glob scan on every call".to_owned()
+    } else {
+        let mut line = format!(
+            "index: kept by `serve` and embedders, at most {} MiB of memory (`index.maxMemoryMb`)",
+            tackle_core::thousands(cap_mib)
+        );
+        match &saved {
+            Some((path, bytes)) => line.push_str(&format!(
+                "; saved: {} ({} KiB on disk)",
+                path.display(),
+                tackle_core::thousands(bytes / 1024)
+            )),
+            None => line.push_str("; none saved yet for this Location"),
+        }
+        line
+    };
+    let json = serde_json::json!({
+        "enabled": config.search_index(),
+        "maxMemoryMb": cap_mib,
+        "saved": saved.map(|(path, bytes)| serde_json::json!({
+            "path": path.display().to_string(),
+            "bytes": bytes,
+        })),
+    });
+    (line, json)
 }

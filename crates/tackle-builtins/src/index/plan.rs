@@ -237,7 +237,9 @@ mod tests {
 
     #[test]
     fn a_literal_needs_each_of_its_trigrams_lowercased() {
-        let Plan::Trigrams(mut want) = plan("Main") else { panic!() };
+        let Plan::Trigrams(mut want) = plan("Main") else {
+            panic!()
+        };
         want.sort_unstable();
         let mut expected = vec![t("mai"), t("ain")];
         expected.sort_unstable();

@@ -81,7 +81,10 @@ pub(crate) fn save(tree: &Tree, path: &Path) -> std::io::Result<()> {
 /// The tree saved at `path` for `root`; `None` when there is none or it does not parse.
 pub(crate) fn load(path: &Path, root: &Path) -> Option<Tree> {
     let bytes = std::fs::read(path).ok()?;
-    let mut reader = Reader { bytes: &bytes, at: 0 };
+    let mut reader = Reader {
+        bytes: &bytes,
+        at: 0,
+    };
     if reader.take(MAGIC.len())? != MAGIC {
         return None;
     }
@@ -109,8 +112,10 @@ pub(crate) fn load(path: &Path, root: &Path) -> Option<Tree> {
         let modified = SystemTime::UNIX_EPOCH.checked_add(Duration::new(seconds, nanos))?;
         let changed = (reader.u64()? as i64, reader.u64()? as i64);
         let inode = reader.u64()?;
-        let changed_at = SystemTime::UNIX_EPOCH
-            .checked_add(Duration::new(changed.0.max(0) as u64, changed.1.clamp(0, 999_999_999) as u32))?;
+        let changed_at = SystemTime::UNIX_EPOCH.checked_add(Duration::new(
+            changed.0.max(0) as u64,
+            changed.1.clamp(0, 999_999_999) as u32,
+        ))?;
         // A fingerprint that cannot be trusted matches no file, so the file is read again.
         let len = if modified >= racy_after || changed_at >= racy_after {
             u64::MAX

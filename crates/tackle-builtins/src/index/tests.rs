@@ -28,9 +28,27 @@ const PATHS: [&str; 9] = [
 ];
 const DIRS: [&str; 4] = ["d", "d/f", "h", "k"];
 const WORDS: [&str; 12] = [
-    "foo", "Bar", "baz", "qux", "\n", "  ", "fo", "\0", "kelvin \u{212A}", "ÄÖ", "ab\ncd", "x1",
+    "foo",
+    "Bar",
+    "baz",
+    "qux",
+    "\n",
+    "  ",
+    "fo",
+    "\0",
+    "kelvin \u{212A}",
+    "ÄÖ",
+    "ab\ncd",
+    "x1",
 ];
-const IGNORES: [&str; 6] = ["", "*.log\n", "h/\n", "d/f/\n", "*.log\n!d/e.log\n", "k/**\n"];
+const IGNORES: [&str; 6] = [
+    "",
+    "*.log\n",
+    "h/\n",
+    "d/f/\n",
+    "*.log\n!d/e.log\n",
+    "k/**\n",
+];
 const PATTERNS: [&str; 18] = [
     "foo",
     "bar",
@@ -51,7 +69,14 @@ const PATTERNS: [&str; 18] = [
     "(foo|ba)(z|r)q",
     "x1?",
 ];
-const TARGETS: [Option<&str>; 6] = [None, Some("d"), Some("h"), Some("d/f"), Some("k"), Some("a.txt")];
+const TARGETS: [Option<&str>; 6] = [
+    None,
+    Some("d"),
+    Some("h"),
+    Some("d/f"),
+    Some("k"),
+    Some("a.txt"),
+];
 const INCLUDES: [Option<&str>; 4] = [None, Some("*.txt"), Some("*.{rs,md}"), Some("d/**")];
 const GLOBS: [&str; 6] = ["*.txt", "**/*.rs", "d/**", "*", "h/*.md", "**/c.*"];
 
@@ -123,12 +148,18 @@ fn call(env: &ToolEnv, name: &str, args: Value) -> String {
         .find(|(tool, _)| *tool == name)
         .unwrap()
         .1;
-    let cx = Context::new(CallIdentity::new("s", "build", "m", "c"), CancellationToken::new());
+    let cx = Context::new(
+        CallIdentity::new("s", "build", "m", "c"),
+        CancellationToken::new(),
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    match runtime.block_on(tool.invoke(args.to_string().into(), cx)).outcome {
+    match runtime
+        .block_on(tool.invoke(args.to_string().into(), cx))
+        .outcome
+    {
         InvocationOutcome::Completed(output) => output.structured.to_string(),
         InvocationOutcome::Failed(failure) => format!("failed: {failure}"),
         other => panic!("unexpected outcome {other:?}"),
@@ -222,13 +253,21 @@ fn an_edit_that_adds_a_match_is_found_by_the_next_call_from_the_index() {
     let store = tempfile::tempdir().unwrap();
     let index = start(&root, store.path());
     assert!(index.wait_built(Duration::from_secs(10)));
-    assert!(matches!(index.status(), IndexStatus::Ready { files: 1, .. }));
+    assert!(matches!(
+        index.status(),
+        IndexStatus::Ready { files: 1, .. }
+    ));
     let listed = |pattern: &str| {
         let mut files: Vec<(String, bool)> = index
             .grep_files(&root, pattern)
             .unwrap()
             .into_iter()
-            .map(|file| (file.path.strip_prefix(&root).unwrap().display().to_string(), file.search))
+            .map(|file| {
+                (
+                    file.path.strip_prefix(&root).unwrap().display().to_string(),
+                    file.search,
+                )
+            })
             .collect();
         files.sort();
         files
@@ -250,4 +289,29 @@ fn an_edit_that_adds_a_match_is_found_by_the_next_call_from_the_index() {
 fn a_pattern_without_literals_searches_every_file() {
     assert_eq!(plan(r"\w+\s\d"), Plan::All);
     assert_eq!(plan("[a-z]{3}"), Plan::All);
+}
+
+#[test]
+fn a_new_directory_that_an_ignore_rule_then_covers_stays_out_of_later_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    std::fs::write(root.join("d/c.txt"), "").unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let index = start(&root, store.path());
+    assert!(index.wait_built(Duration::from_secs(10)));
+    std::fs::create_dir_all(root.join("d/f")).unwrap();
+    std::fs::write(root.join("d/f/g.rs"), "").unwrap();
+    std::fs::write(root.join(".gitignore"), "d/f/\n").unwrap();
+    let files = || {
+        let mut files = Vec::new();
+        assert!(index.glob_files(&root, &mut |path, _| files.push(path.to_path_buf())));
+        files.sort();
+        files
+    };
+    // The first call walks the root again; the next ones must not walk the ignored new
+    // directory from itself.
+    for _ in 0..3 {
+        assert_eq!(files(), [Path::new(".gitignore"), Path::new("d/c.txt")]);
+    }
 }

@@ -237,7 +237,9 @@ impl Tree {
                 let relative = relative.to_path_buf();
                 match entry.file_type() {
                     Some(kind) if kind.is_dir() => {
-                        dirs.lock().unwrap_or_else(|e| e.into_inner()).push(relative);
+                        dirs.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(relative);
                     }
                     Some(kind) if kind.is_file() => {
                         let Ok(meta) = entry.metadata() else {
@@ -254,12 +256,14 @@ impl Tree {
                             return WalkState::Continue;
                         }
                         let (kind, trigrams) = seen.read(entry.path(), fingerprint.len);
-                        tree.lock().unwrap_or_else(|e| e.into_inner()).insert(Found {
-                            relative,
-                            fingerprint,
-                            kind,
-                            trigrams,
-                        });
+                        tree.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(Found {
+                                relative,
+                                fingerprint,
+                                kind,
+                                trigrams,
+                            });
                     }
                     _ => {}
                 }
@@ -367,7 +371,11 @@ impl Tree {
             }
         }
         for dir in &kept {
-            self.rewalk(dir, &force);
+            // Only a directory its parent's walk entered: walked from itself, an ignored one
+            // would show everything in it.
+            if dir.as_os_str().is_empty() || self.dirs.contains(dir) {
+                self.rewalk(dir, &force);
+            }
         }
         for (dir, changed) in by_dir {
             if kept.iter().any(|done| dir.starts_with(done)) || !self.dirs.contains(&dir) {
@@ -395,7 +403,8 @@ impl Tree {
             .take_while(|(path, _)| path.starts_with(relative))
             .map(|(path, _)| path.clone())
             .collect();
-        self.dirs.retain(|dir| !dir.starts_with(relative) || dir == relative);
+        self.dirs
+            .retain(|dir| !dir.starts_with(relative) || dir == relative);
         if !self.root.join(relative).is_dir() {
             self.remove_tree(relative);
             return;

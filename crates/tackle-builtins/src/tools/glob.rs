@@ -152,14 +152,14 @@ async fn glob(
         walk(&root, &boundary, matcher, LIMIT, &cancel)
     })
     .await
-            .map_err(|join| {
-                if join.is_panic() {
-                    std::panic::resume_unwind(join.into_panic());
-                }
-                failure(format!(
-                    "Searching `{name}` was stopped before it finished."
-                ))
-            })?;
+    .map_err(|join| {
+        if join.is_panic() {
+            std::panic::resume_unwind(join.into_panic());
+        }
+        failure(format!(
+            "Searching `{name}` was stopped before it finished."
+        ))
+    })?;
     let output = render(&target, &walked);
     Ok(GlobOutput {
         output,

@@ -166,14 +166,14 @@ async fn grep(
         }
     })
     .await
-            .map_err(|join| {
-                if join.is_panic() {
-                    std::panic::resume_unwind(join.into_panic());
-                }
-                failure(format!(
-                    "Searching `{name}` was stopped before it finished."
-                ))
-            })?;
+    .map_err(|join| {
+        if join.is_panic() {
+            std::panic::resume_unwind(join.into_panic());
+        }
+        failure(format!(
+            "Searching `{name}` was stopped before it finished."
+        ))
+    })?;
     let output = render(env.fs.root(), &found);
     Ok(GrepOutput {
         output,

@@ -157,7 +157,14 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            if worker.visit(query, shared, entry.path(), entry.path_is_symlink(), None, stop) {
+            if worker.visit(
+                query,
+                shared,
+                entry.path(),
+                entry.path_is_symlink(),
+                None,
+                stop,
+            ) {
                 stopped.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
@@ -241,7 +248,11 @@ impl Worker {
         if !included(query, path) {
             return false;
         }
-        if !query.readable.shows_found(&mut self.dirs, path, is_link) {
+        let shown = match known {
+            Some(_) => query.readable.shows_real_path(path),
+            None => query.readable.shows_found(&mut self.dirs, path, is_link),
+        };
+        if !shown {
             shared.withheld.fetch_add(1, Ordering::Relaxed);
             return false;
         }
