@@ -211,10 +211,10 @@ impl SearchIndex {
                     .and_then(|path| store::load(path, &inner.root));
                 let tree = Tree::build(&inner.root, saved);
                 let built_in = started.elapsed();
-                if let Some(path) = stored.filter(|_| tree.inexact.is_none()) {
-                    if let Err(error) = store::save(&tree, &path) {
-                        tracing::warn!("could not save the index to {}: {error}", path.display());
-                    }
+                if let Some(path) = stored.filter(|_| tree.inexact.is_none())
+                    && let Err(error) = store::save(&tree, &path)
+                {
+                    tracing::warn!("could not save the index to {}: {error}", path.display());
                 }
                 let memory = tree.memory();
                 let phase = if memory > inner.options.max_memory_bytes {

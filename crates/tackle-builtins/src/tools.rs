@@ -224,7 +224,7 @@ pub struct IndexedFile {
 
 /// Whether the ignore rules of the directories above `dir` ignore its contents, so a grep walk
 /// of `dir` leaves out the ignore rules of its parents.
-#[cfg(feature = "search")]
+#[cfg(feature = "index")]
 pub(crate) fn grep_ignored_by_parents(dir: &std::path::Path) -> bool {
     grep::ignored_by_parents(dir)
 }

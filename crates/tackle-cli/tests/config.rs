@@ -656,7 +656,10 @@ fn config_check_reports_the_search_index_setting_and_its_cap() {
     assert_eq!(report["index"]["enabled"], true, "{out}");
     sandbox.project(r#"{"index": {"enabled": false}}"#);
     let (_, out, _) = sandbox.run(&["config", "check"]);
-    assert!(out.contains("index: off (`index.enabled` is false)"), "{out}");
+    assert!(
+        out.contains("index: off (`index.enabled` is false)"),
+        "{out}"
+    );
     sandbox.project(r#"{"index": {"maxMemoryMb": 0}}"#);
     let (code, out, _) = sandbox.run(&["config", "check"]);
     assert_eq!(code, Some(1), "{out}");

@@ -270,7 +270,7 @@ impl Tree {
                 WalkState::Continue
             })
         });
-        drop(tree);
+        let _ = tree.into_inner();
         if let Some(inexact) = inexact.into_inner().unwrap_or_else(|e| e.into_inner()) {
             self.inexact = Some(inexact);
         }
@@ -493,9 +493,7 @@ impl Tree {
             Plan::Or(parts) => {
                 let mut result = vec![0; words];
                 for part in parts {
-                    let Some(bits) = self.evaluate(part) else {
-                        return None;
-                    };
+                    let bits = self.evaluate(part)?;
                     for (word, more) in result.iter_mut().zip(bits) {
                         *word |= more;
                     }

@@ -25,6 +25,7 @@ use super::readable::Readable;
 use super::{ToolEnv, failure};
 use crate::gate::Ask;
 
+#[cfg(feature = "index")]
 pub(crate) use search::ignored_by_parents;
 
 mod search;
