@@ -143,6 +143,28 @@ def main():
             print(f"{label:17} {pattern!r:28} serve {o * 1000:8.1f} ms  rg {r * 1000:8.1f} ms  "
                   f"ratio {o / r:5.3f}  matches {sorted(counts)} {'equal' if equal else 'DIFFER'}")
     print(f"median ratio over the {len(ratios)} literal patterns: {statistics.median(ratios):.3f}")
+    for label, pattern in (("glob **/*.html", "**/*.html"), ("glob core/**/fn.*.html", "core/**/fn.*.html")):
+        ours, theirs = [], []
+        for _ in range(runs):
+            start = time.perf_counter()
+            server.request("tools/call", {"name": "glob", "arguments": {"pattern": pattern}})
+            ours.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            subprocess.run(["rg", "--files", "--hidden", "--follow", root],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            theirs.append(time.perf_counter() - start)
+        o, r = statistics.median(ours), statistics.median(theirs)
+        print(f"{label:30} serve {o * 1000:8.1f} ms  rg --files {r * 1000:8.1f} ms  ratio {o / r:5.3f}")
+    server.close()
+    saved = [os.path.join(data, "index", name) for name in os.listdir(os.path.join(data, "index"))]
+    print(f"saved index: {sum(os.path.getsize(p) for p in saved) / 2**20:.0f} MiB on disk")
+
+    # The next start loads the saved index and checks it by fingerprint.
+    log2 = os.path.join(data, "serve2.log")
+    started = time.perf_counter()
+    server = Server(tackle, root, data, log2)
+    line = wait_indexed(log2)
+    print(f"second start: ready in {time.perf_counter() - started:.2f} s (saved index loaded and checked); log: {line}")
     server.close()
 
     # The first call after an edit that adds a match finds it (in a small tree of its own).
