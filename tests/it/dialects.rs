@@ -192,7 +192,7 @@ impl SubagentRunner for NoSubagents {
 }
 
 /// Every built-in the runtime offers, registered as the CLI registers them, plus the optional
-/// ones a host may add (question, task, skill, websearch, a custom tool) and `batch`.
+/// ones a host may add (question, task, skill, websearch, codesearch, a custom tool) and `batch`.
 fn builtins(h: &Harness, root: &std::path::Path) -> (tackle_registry::Location, Registration) {
     let env = ToolEnv::new(LocationFs::new(root).unwrap());
     let context = PresetContext::default();
@@ -476,7 +476,7 @@ fn every_builtin_schema_is_accepted_in_every_export() {
     let (location, _registration) = builtins(&h, dir.path());
     let canonical = location.materialize(AllTools);
     let names: Vec<&str> = canonical.tools().iter().map(|tool| tool.name()).collect();
-    assert_eq!(names.len(), 19, "{names:?}");
+    assert_eq!(names.len(), 20, "{names:?}");
     let mut problems: Vec<String> = Vec::new();
     let mut report = |tool: &str, export: &str, found: Vec<String>| {
         problems.extend(found.into_iter().map(|p| format!("{tool} ({export}): {p}")));

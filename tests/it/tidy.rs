@@ -457,6 +457,8 @@ fn each_builtin_feature_compiles_only_its_own_stacks() {
     let shell = ["tree-sitter", "tree-sitter-bash"];
     // globset comes with `ignore`, which every walker uses; ripgrep's searcher does not.
     let search = ["grep"];
+    // The live index's file watcher comes only with `index`.
+    let index = ["notify"];
     // The language-server client; diagnostics and their grammars never enter the built-ins.
     let lsp = [
         "tackle-lsp",
@@ -465,11 +467,11 @@ fn each_builtin_feature_compiles_only_its_own_stacks() {
         "tree-sitter-python",
     ];
     for (features, absent) in [
-        ("fs", [&web[..], &shell, &search, &lsp].concat()),
-        ("search", [&web[..], &shell, &lsp].concat()),
-        ("shell", [&web[..], &search, &lsp].concat()),
-        ("agent", [&web[..], &shell, &search, &lsp].concat()),
-        ("lsp", [&web[..], &shell, &search].concat()),
+        ("fs", [&web[..], &shell, &search, &lsp, &index].concat()),
+        ("search", [&web[..], &shell, &lsp, &index].concat()),
+        ("shell", [&web[..], &search, &lsp, &index].concat()),
+        ("agent", [&web[..], &shell, &search, &lsp, &index].concat()),
+        ("lsp", [&web[..], &shell, &search, &index].concat()),
     ] {
         let tree = builtins_tree(features);
         assert_none(
@@ -478,7 +480,8 @@ fn each_builtin_feature_compiles_only_its_own_stacks() {
         );
     }
     // The check can see them: the full set has every stack.
-    let all = builtins_tree("fs,search,shell,web,agent,lsp");
+    let all = builtins_tree("fs,search,index,shell,web,agent,lsp");
+    assert_eq!(crates(&all, &index).len(), index.len(), "{all}");
     assert_eq!(crates(&all, &web).len(), web.len(), "{all}");
     assert_eq!(crates(&all, &shell).len(), shell.len());
     assert_eq!(crates(&all, &lsp[..2]).len(), 2, "{all}");

@@ -30,6 +30,8 @@
 
 pub mod fs;
 pub mod gate;
+#[cfg(feature = "index")]
+pub mod index;
 pub mod text;
 pub mod tools;
 
@@ -52,6 +54,6 @@ pub use tools::{
     CustomCatalog, CustomManifest, CustomSource, CustomWarning, TrustMode, custom_tools,
     discover_custom_tools, shell_tools,
 };
-pub use tools::{FileToolOptions, ToolEnv};
+pub use tools::{FileIndex, FileToolOptions, IndexedFile, ToolEnv};
 #[cfg(feature = "web")]
 pub use tools::{WebSearchConfig, web_tools};

@@ -43,6 +43,8 @@ use crate::gate::Gate;
 mod apply_patch;
 #[cfg(feature = "shell")]
 pub mod bash;
+#[cfg(feature = "web")]
+mod codesearch;
 #[cfg(feature = "shell")]
 mod custom;
 #[cfg(feature = "fs")]
@@ -75,7 +77,7 @@ mod task;
 #[cfg(feature = "agent")]
 mod todo;
 #[cfg(any(feature = "search", feature = "agent"))]
-mod walk;
+pub(crate) mod walk;
 #[cfg(feature = "web")]
 mod webfetch;
 #[cfg(feature = "web")]
@@ -97,6 +99,8 @@ mod tests;
 pub use apply_patch::{ApplyPatchInput, ApplyPatchOutput, PatchedFile};
 #[cfg(feature = "shell")]
 pub use bash::{BashInput, BashOutput};
+#[cfg(feature = "web")]
+pub use codesearch::{CodeSearchInput, CodeSearchOutput};
 #[cfg(feature = "shell")]
 pub use custom::{
     CustomCatalog, CustomCommand, CustomManifest, CustomSource, CustomWarning,
@@ -185,6 +189,44 @@ pub struct ToolEnv {
     pub(crate) outputs: Option<Arc<SessionOutputs>>,
     /// The sandbox every command a tool starts runs under; `None` runs them unsandboxed.
     pub(crate) sandboxes: Option<Arc<tackle_sandbox::Sandboxes>>,
+    /// The live index grep and glob answer from when they can; `None` scans.
+    pub(crate) index: Option<Arc<dyn FileIndex>>,
+}
+
+/// A live index of the Location's files, the port grep and glob answer from instead of walking (see
+/// `tackle_builtins::index::SearchIndex`). An answer must equal what a walk would find at the
+/// moment of the call; an index that cannot be sure says `None` and the call scans.
+pub trait FileIndex: Send + Sync + std::fmt::Debug {
+    /// The files a grep walk of the directory `dir` (absolute) would search, in any order, each
+    /// marked with whether it must be searched for `pattern`; `None` to scan instead.
+    fn grep_files(&self, dir: &std::path::Path, pattern: &str) -> Option<Vec<IndexedFile>>;
+
+    /// Calls `visit` with each file a glob walk of the directory `dir` (absolute) would find,
+    /// in any order: its path below `dir` and its modification time. False, having called
+    /// nothing, to scan instead.
+    fn glob_files(
+        &self,
+        dir: &std::path::Path,
+        visit: &mut dyn FnMut(&std::path::Path, std::time::SystemTime),
+    ) -> bool;
+}
+
+/// One file of a [`FileIndex`] answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedFile {
+    /// The file's path, below the directory asked about.
+    pub path: std::path::PathBuf,
+    /// False when the file cannot hold a match: it is counted but not opened.
+    pub search: bool,
+    /// True when the file holds binary data (a NUL byte).
+    pub binary: bool,
+}
+
+/// Whether the ignore rules of the directories above `dir` ignore its contents, so a grep walk
+/// of `dir` leaves out the ignore rules of its parents.
+#[cfg(feature = "index")]
+pub(crate) fn grep_ignored_by_parents(dir: &std::path::Path) -> bool {
+    grep::ignored_by_parents(dir)
 }
 
 /// tackle's own directories outside the Location whose files belong to one session each: the
@@ -263,7 +305,14 @@ impl ToolEnv {
             review: None,
             outputs: None,
             sandboxes: None,
+            index: None,
         }
+    }
+
+    /// Lets grep and glob answer from `index` when they can.
+    pub fn with_index(mut self, index: Arc<dyn FileIndex>) -> Self {
+        self.index = Some(index);
+        self
     }
 
     /// Runs every command a tool starts (bash and its jobs, custom tools) under `sandboxes`.
@@ -508,12 +557,17 @@ pub fn skill_tools(env: &ToolEnv, catalog: SkillCatalog) -> Vec<(&'static str, A
     vec![(ToolName::SKILL.as_str(), skill::tool(env, catalog))]
 }
 
-/// The web tools, named as the model calls them: `webfetch`, and `websearch` when `search`
-/// configures a provider (see [`WebSearchConfig::from_env`]).
+/// The web tools, named as the model calls them: `webfetch`, and `websearch` and `codesearch`
+/// when `search` configures a provider (see [`WebSearchConfig::from_env`]); both are offered to
+/// the same model providers.
 #[cfg(feature = "web")]
 pub fn web_tools(env: &ToolEnv, search: Option<WebSearchConfig>) -> Vec<(&'static str, AnyTool)> {
     let mut tools = vec![(ToolName::WEBFETCH.as_str(), webfetch::tool(env))];
     if let Some(config) = search {
+        tools.push((
+            ToolName::CODESEARCH.as_str(),
+            codesearch::tool(env, config.clone()),
+        ));
         tools.push((ToolName::WEBSEARCH.as_str(), websearch::tool(env, config)));
     }
     tools

@@ -225,7 +225,18 @@ fn main() -> ExitCode {
     if let Command::Config { action } = &cli.command {
         let done = match action {
             ConfigAction::Check { json } => {
-                config_check(&root, cli.global.config.as_deref(), &trust, *json)
+                let data_dir = cli
+                    .global
+                    .data_dir
+                    .clone()
+                    .or_else(tackle_host::default_data_dir);
+                config_check(
+                    &root,
+                    cli.global.config.as_deref(),
+                    data_dir.as_deref(),
+                    &trust,
+                    *json,
+                )
             }
             ConfigAction::Schema => serde_json::to_string_pretty(&config::schema())
                 .map_err(Into::into)
@@ -293,6 +304,7 @@ fn operational(error: anyhow::Error) -> ExitCode {
 fn config_check(
     root: &std::path::Path,
     flag: Option<&std::path::Path>,
+    data_dir: Option<&std::path::Path>,
     trust: &tackle_host::TrustStore,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
@@ -311,6 +323,7 @@ fn config_check(
             "hooks": config.hooks().iter().map(config::CommandHook::to_json).collect::<Vec<_>>(),
             "trust": trust::check_json(config),
             "sandbox": tackle_host::sandbox::summary_json(config),
+            "index": tackle_host::index_summary(config, data_dir, root).1,
         }))?,
         (Err(problems), true) => serde_json::to_string_pretty(&serde_json::json!({
             "ok": false,
@@ -333,6 +346,7 @@ fn config_check(
             std::iter::once(files)
                 .chain(tackle_host::code_summary(config, &path_var))
                 .chain(tackle_host::sandbox::summary_lines(config))
+                .chain([tackle_host::index_summary(config, data_dir, root).0])
                 .chain(trust::check_lines(config))
                 .collect::<Vec<_>>()
                 .join("\n")
@@ -362,7 +376,8 @@ fn open_host(
         .config(config)
         .approvals(approvals)
         .background_jobs(long_lived)
-        .snapshots(long_lived);
+        .snapshots(long_lived)
+        .search_index(long_lived);
     if let Some(calls) = calls {
         builder = builder.elicit_from(calls);
     }

@@ -638,3 +638,30 @@ fn the_printed_schema_accepts_a_full_config_and_rejects_what_check_rejects() {
         assert_eq!(report["errors"][0]["path"], path, "{report}");
     }
 }
+
+#[test]
+fn config_check_reports_the_search_index_setting_and_its_cap() {
+    let sandbox = Sandbox::new();
+    let (code, out, _) = sandbox.run(&["config", "check"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("index: kept by `serve` and embedders, at most 1,024 MiB of memory")
+            && out.contains("none saved yet for this Location"),
+        "{out}"
+    );
+    sandbox.project(r#"{"index": {"maxMemoryMb": 64}}"#);
+    let (_, out, _) = sandbox.run(&["config", "check", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["index"]["maxMemoryMb"], 64, "{out}");
+    assert_eq!(report["index"]["enabled"], true, "{out}");
+    sandbox.project(r#"{"index": {"enabled": false}}"#);
+    let (_, out, _) = sandbox.run(&["config", "check"]);
+    assert!(
+        out.contains("index: off (`index.enabled` is false)"),
+        "{out}"
+    );
+    sandbox.project(r#"{"index": {"maxMemoryMb": 0}}"#);
+    let (code, out, _) = sandbox.run(&["config", "check"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("index.maxMemoryMb"), "{out}");
+}

@@ -444,3 +444,51 @@ async fn debug_logs_go_to_the_log_file_and_never_to_stdout() {
         "debug lines are in the file: {logged}"
     );
 }
+
+#[tokio::test]
+async fn serve_answers_grep_and_glob_from_its_index_and_sees_each_edit_at_the_next_call() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a.txt", "first line\n");
+    std::fs::create_dir(sandbox.root.path().join("src")).unwrap();
+    sandbox.write("src/b.rs", "fn main() {}\n");
+    let log = sandbox.data.path().join("serve.log");
+    let mut command = sandbox.command(["--log-file", log.to_str().unwrap(), "serve"]);
+    command.env("TACKLE_LOG", "info");
+    let transport = TokioChildProcess::new(command).expect("spawn tackle serve");
+    let client = ().serve(transport).await.expect("initialize");
+    // The index is built in the background; its log line says when it is ready.
+    let indexed = eventually(Duration::from_secs(30), || {
+        std::fs::read_to_string(&log).is_ok_and(|text| text.contains("indexed"))
+    })
+    .await;
+    assert!(indexed, "{:?}", std::fs::read_to_string(&log));
+
+    let grep = |pattern: &'static str| call(&client, "grep", json!({ "pattern": pattern }));
+    assert!(text(&grep("needle_edit").await).starts_with("No matches found"));
+
+    // Edits made outside tackle, as an editor or `git checkout` would, before the next call.
+    std::fs::write(
+        sandbox.root.path().join("a.txt"),
+        "first line\nneedle_edit\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(sandbox.root.path().join("src/new")).unwrap();
+    std::fs::write(sandbox.root.path().join("src/new/c.rs"), "// needle_edit\n").unwrap();
+    let found = text(&grep("needle_edit").await);
+    assert!(found.starts_with("Found 2 matches"), "{found}");
+    assert!(found.contains("a.txt:\n  Line 2: needle_edit"), "{found}");
+    assert!(
+        found.contains("src/new/c.rs:\n  Line 1: // needle_edit"),
+        "{found}"
+    );
+
+    let glob = text(&call(&client, "glob", json!({ "pattern": "**/*.rs" })).await);
+    let mut listed: Vec<&str> = glob.lines().collect();
+    listed.sort();
+    assert_eq!(listed, ["src/b.rs", "src/new/c.rs"], "{glob}");
+
+    std::fs::remove_file(sandbox.root.path().join("a.txt")).unwrap();
+    let after = text(&grep("needle_edit").await);
+    assert!(after.starts_with("Found 1 match"), "{after}");
+    client.cancel().await.expect("close the client");
+}

@@ -38,6 +38,8 @@ impl ToolName {
     pub const WEBFETCH: Self = Self("webfetch");
     /// `websearch`: a web search.
     pub const WEBSEARCH: Self = Self("websearch");
+    /// `codesearch`: code examples and documentation from the web search provider.
+    pub const CODESEARCH: Self = Self("codesearch");
     /// `todowrite`: the session's todo list, replaced.
     pub const TODOWRITE: Self = Self("todowrite");
     /// `todoread`: the session's todo list, read.
@@ -69,7 +71,12 @@ impl ToolName {
     ];
 
     /// Built-ins that reach outside the Location and this machine's state.
-    pub const OPEN_WORLD: [Self; 3] = [Self::BASH, Self::WEBFETCH, Self::WEBSEARCH];
+    pub const OPEN_WORLD: [Self; 4] = [
+        Self::BASH,
+        Self::WEBFETCH,
+        Self::WEBSEARCH,
+        Self::CODESEARCH,
+    ];
 
     /// The name as the model calls it.
     pub const fn as_str(self) -> &'static str {
@@ -113,6 +120,8 @@ impl Permission {
     pub const WEBFETCH: Self = Self("webfetch");
     /// Searching the web.
     pub const WEBSEARCH: Self = Self("websearch");
+    /// Searching code examples and documentation on the web.
+    pub const CODESEARCH: Self = Self("codesearch");
     /// Starting a subagent; the pattern is the subagent's name.
     pub const TASK: Self = Self("task");
     /// Asking the user questions.

@@ -292,6 +292,10 @@ pub struct Config {
     max_jobs: Option<usize>,
     /// `snapshot`.
     snapshot: Option<bool>,
+    /// `index.enabled`.
+    search_index: Option<bool>,
+    /// `index.maxMemoryMb`.
+    index_max_memory_mb: Option<u64>,
     /// `diagnostics.startTimeoutMs`.
     lsp_start_timeout_ms: Option<u64>,
     /// `serve.structuredContent`.
@@ -606,6 +610,17 @@ impl Config {
                 })
                 .collect()
         })
+    }
+
+    /// Whether a host that serves many calls keeps a live search index (default `true`).
+    pub fn search_index(&self) -> bool {
+        self.search_index.unwrap_or(true)
+    }
+
+    /// The most memory the live search index may hold, in bytes (default 1 GiB).
+    pub fn index_max_memory_bytes(&self) -> usize {
+        let mb = self.index_max_memory_mb.unwrap_or(1024);
+        usize::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)
     }
 
     /// Whether calls are bracketed by snapshots, when the configuration says.

@@ -46,6 +46,7 @@ pub struct HostBuilder {
     default_model: Option<Model>,
     background_jobs: bool,
     snapshots: bool,
+    search_index: bool,
 }
 
 impl HostBuilder {
@@ -67,7 +68,16 @@ impl HostBuilder {
             default_model: None,
             background_jobs: true,
             snapshots: true,
+            search_index: true,
         }
+    }
+
+    /// Whether grep answers from a live index of the Location (watched, built in the background
+    /// as the host opens; calls scan until it is ready). On by default, for hosts that serve
+    /// many calls; a host that ends with one call (`tackle call`) turns it off and scans.
+    pub fn search_index(mut self, on: bool) -> Self {
+        self.search_index = on;
+        self
     }
 
     /// Whether calls that may change files are bracketed by snapshots (so `undo` can revert
@@ -287,7 +297,20 @@ impl HostBuilder {
             std::fs::canonicalize(&output_dir).unwrap_or_else(|_| output_dir.clone());
         let real_spool_dir =
             std::fs::canonicalize(&spool_dir).unwrap_or_else(|_| spool_dir.clone());
-        let env = ToolEnv::new(fs)
+        let search_index = (self.search_index && config.search_index()).then(|| {
+            tackle_builtins::index::SearchIndex::start(
+                &root,
+                tackle_builtins::index::IndexOptions {
+                    max_memory_bytes: config.index_max_memory_bytes(),
+                    store_dir: Some(index_dir(&data_dir)),
+                },
+            )
+        });
+        let mut env = ToolEnv::new(fs);
+        if let Some(index) = &search_index {
+            env = env.with_index(Arc::new(index.clone()));
+        }
+        let env = env
             .with_sandboxes(sandboxes.clone())
             .with_gate(gate.clone())
             .with_session_state(session_state.clone())
@@ -439,6 +462,7 @@ impl HostBuilder {
             jobs,
             snapshots: snapshot_store,
             snapshot_layer,
+            search_index,
             session_state,
             telemetry,
         })
@@ -542,6 +566,8 @@ pub struct Host {
     session_state: Arc<SqliteSessionState>,
     /// Spans and metrics of every call, when a collector is configured.
     telemetry: Option<Arc<crate::telemetry::Telemetry>>,
+    /// The live index grep answers from, when the host keeps one.
+    search_index: Option<tackle_builtins::index::SearchIndex>,
 }
 
 impl Drop for Host {
@@ -680,6 +706,11 @@ impl Host {
             self.feed.host(warning.clone());
             list.push(warning);
         }
+    }
+
+    /// What the live search index is doing, when the host keeps one.
+    pub fn search_index_status(&self) -> Option<tackle_builtins::index::IndexStatus> {
+        self.search_index.as_ref().map(|index| index.status())
     }
 
     /// Each session's saved outputs (the full text behind its truncated results) and spool
@@ -891,4 +922,47 @@ impl SnapshotStore {
     pub(crate) fn opened(&self) -> Option<&Arc<tackle_store::Snapshots>> {
         self.opened.get().and_then(|opened| opened.as_ref().ok())
     }
+}
+
+/// Where the live search index of the Location at `root` is kept under `data_dir`.
+fn index_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("index")
+}
+
+/// `tackle config check`'s line about the live search index: whether `serve` and embedders
+/// keep one, its memory cap, and the size of the one saved for `root` under `data_dir`.
+pub fn index_summary(
+    config: &Config,
+    data_dir: Option<&Path>,
+    root: &Path,
+) -> (String, serde_json::Value) {
+    let saved =
+        data_dir.and_then(|dir| tackle_builtins::index::SearchIndex::saved(&index_dir(dir), root));
+    let cap_mib = config.index_max_memory_bytes() / (1024 * 1024);
+    let line = if !config.search_index() {
+        "index: off (`index.enabled` is false): grep and glob scan on every call".to_owned()
+    } else {
+        let mut line = format!(
+            "index: kept by `serve` and embedders, at most {} MiB of memory (`index.maxMemoryMb`)",
+            tackle_core::thousands(cap_mib)
+        );
+        match &saved {
+            Some((path, bytes)) => line.push_str(&format!(
+                "; saved: {} ({} KiB on disk)",
+                path.display(),
+                tackle_core::thousands(bytes / 1024)
+            )),
+            None => line.push_str("; none saved yet for this Location"),
+        }
+        line
+    };
+    let json = serde_json::json!({
+        "enabled": config.search_index(),
+        "maxMemoryMb": cap_mib,
+        "saved": saved.map(|(path, bytes)| serde_json::json!({
+            "path": path.display().to_string(),
+            "bytes": bytes,
+        })),
+    });
+    (line, json)
 }

@@ -234,6 +234,7 @@ pub fn preset(name: &str, ctx: &PresetContext) -> Option<Agent> {
                 P::BASH,
                 P::WEBFETCH,
                 P::WEBSEARCH,
+                P::CODESEARCH,
                 P::READ,
             ] {
                 own.push(rule(permission.as_str(), "*", Action::Allow));

@@ -6,7 +6,8 @@
 //! the Location (or in the directory named, when that is outside). A directory named explicitly as `path` is searched
 //! even when it is ignored. The walk runs on every core; each walker thread keeps its own best
 //! [`LIMIT`] files in a bounded heap and counts the rest, so the total is exact however many files
-//! match, and memory stays bounded.
+//! match, and memory stays bounded. A host's live index (`ToolEnv::with_index`) answers instead
+//! of the walk when it can, with the same files and modification times.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -123,17 +124,42 @@ async fn glob(
     let root = target.path.clone();
     let boundary = super::walk::Boundary::for_target(env.fs().root(), &target);
     let cancel = cx.cancellation().clone();
-    let walked =
-        tokio::task::spawn_blocking(move || walk(&root, &boundary, matcher, LIMIT, &cancel))
-            .await
-            .map_err(|join| {
-                if join.is_panic() {
-                    std::panic::resume_unwind(join.into_panic());
+    let index = env.index.clone();
+    let walked = tokio::task::spawn_blocking(move || {
+        if let Some(index) = index {
+            let mut best = Best::new(LIMIT);
+            let mut total = 0;
+            let answered = index.glob_files(&root, &mut |relative, modified| {
+                if matcher.is_match_below(relative) {
+                    total += 1;
+                    if best.would_keep(modified, relative) {
+                        best.offer(Found {
+                            modified,
+                            relative: relative.to_path_buf(),
+                        });
+                    }
                 }
-                failure(format!(
-                    "Searching `{name}` was stopped before it finished."
-                ))
-            })?;
+            });
+            if answered {
+                return Walked {
+                    kept: best.heap.into_sorted_vec(),
+                    total,
+                    errors: 0,
+                    cancelled: false,
+                };
+            }
+        }
+        walk(&root, &boundary, matcher, LIMIT, &cancel)
+    })
+    .await
+    .map_err(|join| {
+        if join.is_panic() {
+            std::panic::resume_unwind(join.into_panic());
+        }
+        failure(format!(
+            "Searching `{name}` was stopped before it finished."
+        ))
+    })?;
     let output = render(&target, &walked);
     Ok(GlobOutput {
         output,
@@ -176,6 +202,18 @@ impl Matcher {
             glob: glob.compile_matcher(),
             name_only,
         })
+    }
+
+    /// Whether the file at `relative`, its path below the searched directory, matches.
+    fn is_match_below(&self, relative: &Path) -> bool {
+        if self.name_only {
+            relative
+                .file_name()
+                .is_some_and(|name| self.glob.is_match_candidate(&Candidate::new(name)))
+        } else {
+            !relative.as_os_str().is_empty()
+                && self.glob.is_match_candidate(&Candidate::new(relative))
+        }
     }
 
     /// Whether the file at `path`, below the searched directory `root`, matches.

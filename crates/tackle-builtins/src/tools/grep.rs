@@ -25,6 +25,9 @@ use super::{ToolEnv, failure};
 use crate::gate::Ask;
 use matcher::LineMatcher;
 
+#[cfg(feature = "index")]
+pub(crate) use search::ignored_by_parents;
+
 mod matcher;
 mod search;
 #[cfg(test)]
@@ -152,17 +155,24 @@ async fn grep(
         readable: Readable::new(env, cx),
     };
     let cancel = cx.cancellation().clone();
-    let found =
-        tokio::task::spawn_blocking(move || search::search(query, &|| cancel.is_cancelled()))
-            .await
-            .map_err(|join| {
-                if join.is_panic() {
-                    std::panic::resume_unwind(join.into_panic());
-                }
-                failure(format!(
-                    "Searching `{name}` was stopped before it finished."
-                ))
-            })?;
+    // The index answers for a directory; a single file is searched as it is.
+    let index = env.index.clone().filter(|_| target.path.is_dir());
+    let found = tokio::task::spawn_blocking(move || {
+        let stop = || cancel.is_cancelled();
+        match index.and_then(|index| index.grep_files(&query.root, &pattern)) {
+            Some(files) => search::search_listed(query, files, &stop),
+            None => search::search(query, &stop),
+        }
+    })
+    .await
+    .map_err(|join| {
+        if join.is_panic() {
+            std::panic::resume_unwind(join.into_panic());
+        }
+        failure(format!(
+            "Searching `{name}` was stopped before it finished."
+        ))
+    })?;
     let output = render(env.fs.root(), &found);
     Ok(GrepOutput {
         output,

@@ -59,6 +59,13 @@ impl Readable {
         real.is_some_and(|real| self.shows_real(&real))
     }
 
+    /// Like [`shows_found`](Self::shows_found), for a file whose path is already real (an
+    /// index lists only trees without symlinks, below the canonical root): nothing to resolve.
+    #[cfg(feature = "search")]
+    pub(crate) fn shows_real_path(&self, real: &Path) -> bool {
+        self.shows_real(real)
+    }
+
     fn shows_real(&self, real: &Path) -> bool {
         !self.env.foreign_output(&self.cx, real)
             && self

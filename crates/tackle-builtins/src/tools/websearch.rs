@@ -12,6 +12,7 @@ use tackle_core::names::Permission;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tackle_core::{AnyTool, Context, State, Tool, ToolFailure};
@@ -46,6 +47,8 @@ const SEARCH_TOOL: &str = "web_search_exa";
 const DEFAULT_RESULTS: u32 = 8;
 /// The most results a call may ask for.
 const MAX_RESULTS: u32 = 20;
+/// What the model reads when the provider found nothing.
+const NO_RESULTS: &str = "No search results found. Please try a different query.";
 /// How long one search may take.
 const TIMEOUT: Duration = Duration::from_secs(25);
 /// The largest response read from the provider, in bytes.
@@ -131,7 +134,7 @@ impl WebSearchConfig {
     }
 
     /// `text` with the API key replaced by `[redacted]`.
-    fn redact(&self, text: &str) -> String {
+    pub(super) fn redact(&self, text: &str) -> String {
         match &self.api_key {
             Some(key) if !key.is_empty() => text.replace(key.as_str(), "[redacted]"),
             _ => text.to_owned(),
@@ -180,29 +183,44 @@ pub struct WebSearchOutput {
 
 pub(crate) fn tool(env: &ToolEnv, config: WebSearchConfig) -> AnyTool {
     let providers = config.providers.clone();
-    // One client for every call: building one loads the TLS roots.
-    let client = client_builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("Could not set up the HTTP client: {e}."));
-    let state = Arc::new(Search {
-        env: env.clone(),
-        config,
-        client,
-    });
+    let state = Arc::new(Search::new(env, config));
     let tool = Tool::with_state(DESCRIPTION, state, search_until_cancelled)
         .with_projection(super::project_output);
+    offered_to(tool, providers)
+}
+
+/// `tool` offered to the models of `providers`, or to every model.
+pub(super) fn offered_to<I, O>(tool: Tool<I, O>, providers: Option<Vec<String>>) -> AnyTool
+where
+    I: DeserializeOwned + JsonSchema + Send + Sync + 'static,
+    O: Serialize + JsonSchema + Send + Sync + 'static,
+{
     match providers {
         Some(providers) => tool.with_providers(providers).erase(),
         None => tool.erase(),
     }
 }
 
-/// What every websearch call shares: one HTTP client (building one loads the TLS roots).
-struct Search {
-    env: ToolEnv,
-    config: WebSearchConfig,
-    client: Result<reqwest::Client, String>,
+/// What every call to the search provider shares: one HTTP client (building one loads the TLS
+/// roots).
+pub(super) struct Search {
+    pub(super) env: ToolEnv,
+    pub(super) config: WebSearchConfig,
+    pub(super) client: Result<reqwest::Client, String>,
+}
+
+impl Search {
+    pub(super) fn new(env: &ToolEnv, config: WebSearchConfig) -> Self {
+        let client = client_builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("Could not set up the HTTP client: {e}."));
+        Self {
+            env: env.clone(),
+            config,
+            client,
+        }
+    }
 }
 
 async fn search_until_cancelled(
@@ -261,26 +279,16 @@ async fn websearch(
         .await?;
     cx.set_title(format!("Web search \"{query}\""));
 
-    let request = json!({
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": SEARCH_TOOL,
-            "arguments": {"query": query, "numResults": num_results, "type": search_type},
-        },
-    });
-    let body = match tokio::time::timeout(TIMEOUT, post(client, config, &request)).await {
-        Ok(result) => result.map_err(|message| ToolFailure::new(config.redact(&message)))?,
-        Err(_) => {
-            return Err(ToolFailure::new(format!(
-                "The search provider did not answer within {} seconds; nothing was found.",
-                TIMEOUT.as_secs()
-            ))
-            .with_hint("Retry once, or with type `fast`."));
-        }
-    };
-    let output = render(&body).map_err(|message| {
+    let body = call_provider(
+        client,
+        config,
+        SEARCH_TOOL,
+        json!({"query": query, "numResults": num_results, "type": search_type}),
+        TIMEOUT,
+        "Retry once, or with type `fast`.",
+    )
+    .await?;
+    let output = render(&body, NO_RESULTS).map_err(|message| {
         ToolFailure::new(config.redact(&message))
             .with_hint("Retry once; if it fails again, answer without web search.")
     })?;
@@ -289,6 +297,32 @@ async fn websearch(
         query,
         num_results,
     })
+}
+
+/// Calls the provider's tool `name` with `arguments` and returns the answer's body, redacting
+/// any failure; a timeout carries `timeout_hint`.
+pub(super) async fn call_provider(
+    client: Result<reqwest::Client, String>,
+    config: &WebSearchConfig,
+    name: &str,
+    arguments: Value,
+    timeout: Duration,
+    timeout_hint: &str,
+) -> Result<String, ToolFailure> {
+    let request = json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    });
+    match tokio::time::timeout(timeout, post(client, config, &request)).await {
+        Ok(result) => result.map_err(|message| ToolFailure::new(config.redact(&message))),
+        Err(_) => Err(ToolFailure::new(format!(
+            "The search provider did not answer within {} seconds; nothing was found.",
+            timeout.as_secs()
+        ))
+        .with_hint(timeout_hint)),
+    }
 }
 
 /// Posts the request and returns the body as text; the error is a message still to redact.
@@ -342,8 +376,9 @@ async fn post(
     Ok(text)
 }
 
-/// The JSON-RPC response in `body`, plain JSON or server-sent events, rendered as text.
-pub(crate) fn render(body: &str) -> Result<String, String> {
+/// The JSON-RPC response in `body`, plain JSON or server-sent events, rendered as text; `empty`
+/// when the provider found nothing.
+pub(crate) fn render(body: &str, empty: &str) -> Result<String, String> {
     let response = parse_response(body)?;
     if let Some(error) = response.get("error") {
         let message = error["message"].as_str().unwrap_or("unknown error");
@@ -372,7 +407,7 @@ pub(crate) fn render(body: &str) -> Result<String, String> {
         ));
     }
     if text.is_empty() {
-        return Ok("No search results found. Please try a different query.".to_owned());
+        return Ok(empty.to_owned());
     }
     Ok(text)
 }

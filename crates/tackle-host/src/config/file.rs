@@ -50,6 +50,8 @@ pub(crate) struct TackleFile {
     /// Snapshots around calls that may change files, so they can be undone (default: on for
     /// `serve` and embedders, off for `tackle call`).
     pub(crate) snapshot: Option<bool>,
+    /// The live search index grep and glob answer from in `serve` and embedders.
+    pub(crate) index: Option<IndexSection>,
     /// Commands run around tool calls: `before` may rewrite or refuse a call, `after` observes.
     pub(crate) hooks: Option<HooksSection>,
     /// How `tackle serve` answers MCP clients.
@@ -76,6 +78,7 @@ pub(crate) const TACKLE_KEYS: &[&str] = &[
     "formatter",
     "diagnostics",
     "snapshot",
+    "index",
     "hooks",
     "serve",
     "sandbox",
@@ -464,6 +467,17 @@ pub(crate) struct DiagnosticsSection {
     pub(crate) wait_ms: Option<Positive>,
     /// How long a server may take to start, in milliseconds (default 10000).
     pub(crate) start_timeout_ms: Option<Positive>,
+}
+
+/// The live search index of `serve` and embedders.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", expecting = "an object")]
+pub(crate) struct IndexSection {
+    /// Keep an index (default `true`); `false` makes grep and glob scan on every call.
+    pub(crate) enabled: Option<bool>,
+    /// The most memory the index may hold, in MiB (default 1024); a Location whose index would
+    /// be larger is scanned.
+    pub(crate) max_memory_mb: Option<Positive>,
 }
 
 /// How `tackle serve` answers MCP clients.

@@ -13,9 +13,9 @@ use tackle_permission::{
 
 use super::file::{
     AgentModeName, AgentSection, DiagnosticsSection, DirectionName, FormatterSetting, HooksSection,
-    LimitsSection, LspSection, McpSection, ModelSection, NonEmpty, OpenCodeAgent, OpenCodeMcp,
-    OrderedBools, PermissionValue, SandboxSection, ServeSection, ShellSection, Strings,
-    TACKLE_KEYS, TelemetrySection,
+    IndexSection, LimitsSection, LspSection, McpSection, ModelSection, NonEmpty, OpenCodeAgent,
+    OpenCodeMcp, OrderedBools, PermissionValue, SandboxSection, ServeSection, ShellSection,
+    Strings, TACKLE_KEYS, TelemetrySection,
 };
 use super::json::{self, Entry, Node, Pos, Value};
 use super::{AgentConfig, Config, Dialect, McpServer, McpTransport, ModelTools, Problem};
@@ -156,6 +156,16 @@ impl Reader<'_> {
                 "snapshot" => {
                     if let Some(on) = self.decode::<bool>(path, node) {
                         config.snapshot = Some(on);
+                    }
+                }
+                "index" => {
+                    if let Some(section) = self.decode::<IndexSection>(path, node) {
+                        if let Some(on) = section.enabled {
+                            config.search_index = Some(on);
+                        }
+                        if let Some(mb) = section.max_memory_mb {
+                            config.index_max_memory_mb = Some(mb.0);
+                        }
                     }
                 }
                 "diagnostics" => {

@@ -199,6 +199,7 @@ fn agent_rules_table() {
         ("explore", "bash", "git log", Allow),
         ("explore", "webfetch", "https://example.com", Allow),
         ("explore", "websearch", "rust", Allow),
+        ("explore", "codesearch", "tokio select", Allow),
         ("explore", "read", "src/lib.rs", Allow),
         ("explore", "external_directory", "/etc/*", Ask),
         ("explore", "external_directory", "/tmp/*", Allow),

@@ -21,6 +21,7 @@ use ignore::gitignore::GitignoreBuilder;
 use ignore::{WalkBuilder, WalkState};
 
 use super::matcher::LineMatcher;
+use crate::tools::IndexedFile;
 use crate::tools::readable::{Readable, RealDirs};
 use crate::tools::walk::{self, Boundary};
 
@@ -135,13 +136,7 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
     let walker = walker(&query, &boundary).build_parallel();
 
     walker.run(|| {
-        let mut searcher = SearcherBuilder::new()
-            .binary_detection(BinaryDetection::quit(b'\0'))
-            .line_number(true)
-            .heap_limit(Some(HEAP_LIMIT))
-            .build();
-        let matcher = query.matcher.clone();
-        let mut dirs = RealDirs::default();
+        let mut worker = Worker::new(&query);
         let shared = &shared;
         let query = &query;
         let stopped = &stopped;
@@ -162,33 +157,126 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            if !included(query, entry.path()) {
-                return WalkState::Continue;
-            }
-            if !query
-                .readable
-                .shows_found(&mut dirs, entry.path(), entry.path_is_symlink())
-            {
-                shared.withheld.fetch_add(1, Ordering::Relaxed);
-                return WalkState::Continue;
-            }
-            shared.searched.fetch_add(1, Ordering::Relaxed);
-            let mut sink = FileSink::new(shared, entry.path(), stop);
-            let searched = searcher.search_path(&matcher, entry.path(), &mut sink);
-            if searched.is_err() && !sink.stopped {
-                shared.unreadable.fetch_add(1, Ordering::Relaxed);
-                return WalkState::Continue;
-            }
-            let quit = sink.stopped;
-            sink.finish();
-            if quit {
+            if worker.visit(
+                query,
+                shared,
+                entry.path(),
+                entry.path_is_symlink(),
+                None,
+                stop,
+            ) {
                 stopped.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
             WalkState::Continue
         })
     });
+    finish(shared, &boundary, stopped.into_inner())
+}
 
+/// Runs the search over `files`, what a walk of the root would find as an index listed them:
+/// each file the index says cannot match is only counted (as binary when it is), every other
+/// one is searched as a walk's would be. The result equals [`search`]'s.
+pub(super) fn search_listed(
+    query: Query,
+    files: Vec<IndexedFile>,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Found {
+    let shared = Shared {
+        limit: query.limit,
+        best: Mutex::new(Best::default()),
+        searched: AtomicUsize::new(0),
+        unreadable: AtomicUsize::new(0),
+        withheld: AtomicUsize::new(0),
+    };
+    let stopped = std::sync::atomic::AtomicBool::new(false);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = files.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for part in files.chunks(chunk) {
+            let (query, shared, stopped) = (&query, &shared, &stopped);
+            scope.spawn(move || {
+                let mut worker = Worker::new(query);
+                for file in part {
+                    if stopped.load(Ordering::Relaxed) || stop() {
+                        stopped.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    let known = Some((file.search, file.binary));
+                    if worker.visit(query, shared, &file.path, false, known, stop) {
+                        stopped.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    finish(shared, &query.boundary, stopped.into_inner())
+}
+
+/// What one thread of a search keeps between files.
+struct Worker {
+    searcher: Searcher,
+    matcher: RegexMatcher,
+    dirs: RealDirs,
+}
+
+impl Worker {
+    fn new(query: &Query) -> Self {
+        Self {
+            searcher: SearcherBuilder::new()
+                .binary_detection(BinaryDetection::quit(b'\0'))
+                .line_number(true)
+                .heap_limit(Some(HEAP_LIMIT))
+                .build(),
+            matcher: query.matcher.clone(),
+            dirs: RealDirs::default(),
+        }
+    }
+
+    /// Searches the file at `path`, or with `known` (an index's word that it need not be
+    /// searched, and whether it is binary) only counts it. True when the search must stop.
+    fn visit(
+        &mut self,
+        query: &Query,
+        shared: &Shared,
+        path: &Path,
+        is_link: bool,
+        known: Option<(bool, bool)>,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> bool {
+        if !included(query, path) {
+            return false;
+        }
+        let shown = match known {
+            Some(_) => query.readable.shows_real_path(path),
+            None => query.readable.shows_found(&mut self.dirs, path, is_link),
+        };
+        if !shown {
+            shared.withheld.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        shared.searched.fetch_add(1, Ordering::Relaxed);
+        if let Some((false, binary)) = known {
+            if binary {
+                shared.best.lock().unwrap_or_else(|e| e.into_inner()).binary += 1;
+            }
+            return false;
+        }
+        let mut sink = FileSink::new(shared, path, stop);
+        let searched = self.searcher.search_path(&self.matcher, path, &mut sink);
+        if searched.is_err() && !sink.stopped {
+            shared.unreadable.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        let quit = sink.stopped;
+        sink.finish();
+        quit
+    }
+}
+
+/// The result from what the threads shared.
+fn finish(shared: Shared, boundary: &Boundary, stopped: bool) -> Found {
     let best = shared.best.into_inner().unwrap_or_else(|e| e.into_inner());
     Found {
         hits: best.heap.into_sorted_vec(),
@@ -199,7 +287,7 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
         unreadable: shared.unreadable.into_inner(),
         withheld: shared.withheld.into_inner(),
         outside_links: boundary.refused(),
-        stopped: stopped.into_inner(),
+        stopped,
     }
 }
 
@@ -226,7 +314,7 @@ fn walker(query: &Query, boundary: &Boundary) -> WalkBuilder {
 /// Whether the `.gitignore` or `.ignore` of some parent directory ignores the contents of `root`
 /// as a whole (`root` itself, an ancestor, or everything below it). The nearest rule that decides
 /// wins.
-fn ignored_by_parents(root: &Path) -> bool {
+pub(crate) fn ignored_by_parents(root: &Path) -> bool {
     if !root.is_dir() {
         return false;
     }

@@ -127,16 +127,24 @@ async fn a_refused_search_sends_nothing() {
 
 #[test]
 fn rpc_errors_and_empty_results_are_explained() {
-    let error = render(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"quota"}}"#)
-        .unwrap_err();
+    let error = render(
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"quota"}}"#,
+        super::NO_RESULTS,
+    )
+    .unwrap_err();
     assert!(error.contains("quota"), "{error}");
-    let empty = render(r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#).unwrap();
+    let empty = render(
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+        super::NO_RESULTS,
+    )
+    .unwrap();
     assert_eq!(
         empty,
         "No search results found. Please try a different query."
     );
     let failed = render(
         r#"{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[{"type":"text","text":"bad type"}]}}"#,
+        super::NO_RESULTS,
     )
     .unwrap_err();
     assert!(failed.contains("bad type"), "{failed}");
