@@ -217,7 +217,7 @@ pub(super) fn search_listed(
 /// What one thread of a search keeps between files.
 struct Worker {
     searcher: Searcher,
-    matcher: RegexMatcher,
+    matcher: LineMatcher,
     dirs: RealDirs,
 }
 
