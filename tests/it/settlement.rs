@@ -587,7 +587,7 @@ async fn a_tool_can_replace_the_invalid_arguments_message() {
                 tackle_core::InvalidInput::Fields { errors } => errors.len(),
                 tackle_core::InvalidInput::Syntax { .. } => 1,
             },
-            definition.input_schema["properties"]
+            definition.input_schema()["properties"]
                 .as_object()
                 .unwrap()
                 .len()

@@ -203,6 +203,10 @@ enum ConfigAction {
 
 fn main() -> ExitCode {
     let mut cli = Cli::try_parse().unwrap_or_else(|error| error.exit());
+    if let Command::Call { .. } = &cli.command {
+        // A one-shot call: its output check finds the meta-schema compiled meanwhile.
+        tackle_core::prepare_output_checks();
+    }
     if let Err(error) = serve::init_logging(cli.global.log_file.as_deref()) {
         return operational(error);
     }

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 use tackle_mcp::{BearerToken, HttpOptions, TackleServer};
+use tracing_subscriber::filter::LevelFilter;
 
 /// The variable that sets the log filter (`tracing` directives such as `debug` or
 /// `tackle_mcp=debug,warn`).
@@ -16,10 +17,30 @@ const LOG_ENV: &str = "TACKLE_LOG";
 /// [`LOG_ENV`] the level is `error` on stderr (the command prints its own warnings) and `info`
 /// in a file. ANSI colours are used only when stderr is a terminal.
 pub(crate) fn init_logging(file: Option<&Path>) -> anyhow::Result<()> {
-    let default = if file.is_some() { "info" } else { "error" };
-    let filter = tracing_subscriber::EnvFilter::try_from_env(LOG_ENV)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let default = if file.is_some() {
+        LevelFilter::INFO
+    } else {
+        LevelFilter::ERROR
+    };
+    // Without the variable, a plain level: an `EnvFilter` costs a one-shot call its parsing.
+    match std::env::var_os(LOG_ENV) {
+        Some(_) => install_logging(
+            tracing_subscriber::EnvFilter::try_from_env(LOG_ENV)
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default.to_string())),
+            file,
+        ),
+        None => install_logging(default, file),
+    }
+}
+
+/// Installs the subscriber that writes what `filter` lets through to `file`, else to stderr.
+fn install_logging<F>(filter: F, file: Option<&Path>) -> anyhow::Result<()>
+where
+    F: tracing_subscriber::layer::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
+{
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let registry = tracing_subscriber::registry().with(filter);
     // `try_init` fails only when a subscriber is set already (a test embedding the CLI): fine.
     let _ = match file {
         Some(path) => {
@@ -28,15 +49,21 @@ pub(crate) fn init_logging(file: Option<&Path>) -> anyhow::Result<()> {
                 .append(true)
                 .open(path)
                 .with_context(|| format!("cannot open the log file {}", path.display()))?;
-            builder
-                .with_ansi(false)
-                .with_writer(std::sync::Mutex::new(file))
+            registry
+                .with(
+                    tracing_subscriber::fmt::layer()
+                        .with_ansi(false)
+                        .with_writer(std::sync::Mutex::new(file)),
+                )
                 .try_init()
         }
         // Colour codes only for a person at a terminal, never into a pipe or a host's log.
-        None => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .with_writer(std::io::stderr)
+        None => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(std::io::stderr().is_terminal())
+                    .with_writer(std::io::stderr),
+            )
             .try_init(),
     };
     Ok(())

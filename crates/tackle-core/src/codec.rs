@@ -127,19 +127,33 @@ impl SchemaError {
     }
 }
 
-/// A type's JSON schema with its compiled validator and a one-line summary, built once per type.
+/// A type's JSON schema with its compiled validator and a one-line summary.
+///
+/// A derived schema is generated on first read, not when its tool is built: a process that
+/// settles one call generates the schemas of the tool it calls, not those of every tool it
+/// registers (generating them all was the largest part of `tackle call`'s start-up).
 pub(crate) struct SchemaInfo {
-    /// The advertised schema: standard keywords only (see `standard.rs`).
-    pub(crate) schema: Arc<Value>,
+    /// Which side of the codec the schema describes.
+    role: Role,
+    /// Generates the schema; `None` when it was given at run time and generated at once.
+    generate: Option<fn(Role) -> Generated>,
+    /// The schema and what is derived from it, generated on first read.
+    generated: OnceLock<Generated>,
     /// Validates against the schema as derived, which also accepts `null` for an optional field.
     /// Compiled on first use: a process that settles one call compiles one tool's validator,
     /// not every registered tool's (compiling them all was most of `tackle call`'s start-up).
     validator: OnceLock<jsonschema::Validator>,
+}
+
+/// A schema and what is derived from it once.
+pub(crate) struct Generated {
+    /// The advertised schema: standard keywords only (see `standard.rs`).
+    pub(crate) schema: Arc<Value>,
     /// The schema as derived, which the validator is compiled from.
-    derived: Value,
+    pub(crate) derived: Value,
     /// True when the schema states constraints that serde does not enforce (ranges, lengths,
     /// patterns...), so a successful serde decode must still be validated.
-    has_schema_only_constraints: bool,
+    pub(crate) has_schema_only_constraints: bool,
     /// `path: string (required), limit: integer`, used in decode errors.
     pub(crate) summary: Arc<str>,
 }
@@ -147,9 +161,17 @@ pub(crate) struct SchemaInfo {
 impl fmt::Debug for SchemaInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SchemaInfo")
-            .field("schema", &self.schema)
+            .field("role", &self.role)
+            .field("schema", &self.generated.get().map(|g| &g.schema))
             .finish_non_exhaustive()
     }
+}
+
+/// Prepares, on a thread of its own, what the first output check of the process needs whatever
+/// the tool (the meta-schema its validator is checked against). For a process that settles one
+/// call and exits; a long-lived one needs no such thing.
+pub fn prepare_output_checks() {
+    draft::prepare();
 }
 
 /// Returns the cached schema information for `T` as a tool's input, generating it on first use.
@@ -171,8 +193,12 @@ fn cached<T: JsonSchema + 'static>(role: Role) -> Arc<SchemaInfo> {
     if let Some(info) = cache.lock().expect("schema cache poisoned").get(&key) {
         return info.clone();
     }
-    // Generate outside the lock: generation is slow and may recurse into other types.
-    let info = Arc::new(SchemaInfo::generate::<T>(role));
+    let info = Arc::new(SchemaInfo {
+        role,
+        generate: Some(SchemaInfo::generate::<T>),
+        generated: OnceLock::new(),
+        validator: OnceLock::new(),
+    });
     cache
         .lock()
         .expect("schema cache poisoned")
@@ -182,7 +208,8 @@ fn cached<T: JsonSchema + 'static>(role: Role) -> Arc<SchemaInfo> {
 }
 
 impl SchemaInfo {
-    fn generate<T: JsonSchema>(role: Role) -> Self {
+    /// Generates the schema of `T` for `role` now.
+    pub(crate) fn generate<T: JsonSchema>(role: Role) -> Generated {
         let started = std::time::Instant::now();
         let settings = schemars::generate::SchemaSettings::default();
         let settings = match role {
@@ -200,13 +227,32 @@ impl SchemaInfo {
             elapsed_us = started.elapsed().as_micros() as u64,
             "generated schema"
         );
-        Self {
+        Generated {
             schema: Arc::new(schema),
-            validator: OnceLock::new(),
             derived,
             has_schema_only_constraints,
             summary,
         }
+    }
+
+    /// The schema and what is derived from it, generated now if this is the first read.
+    pub(crate) fn generated(&self) -> &Generated {
+        self.generated.get_or_init(|| {
+            let generate = self
+                .generate
+                .expect("a schema given at run time is generated when it is given");
+            generate(self.role)
+        })
+    }
+
+    /// The advertised schema: standard keywords only (see `standard.rs`).
+    pub(crate) fn schema(&self) -> &Arc<Value> {
+        &self.generated().schema
+    }
+
+    /// The top-level fields in one line (`path: string (required), limit: integer`).
+    pub(crate) fn summary(&self) -> &Arc<str> {
+        &self.generated().summary
     }
 
     /// Schema information for an input schema given at run time (custom and MCP tools).
@@ -245,11 +291,15 @@ impl SchemaInfo {
         let standard = standard_schema(&schema, Role::Input);
         let summary = summarize(&standard).into();
         Ok(Self {
-            schema: Arc::new(standard),
+            role: Role::Input,
+            generate: None,
+            generated: OnceLock::from(Generated {
+                schema: Arc::new(standard),
+                derived: schema,
+                has_schema_only_constraints: true,
+                summary,
+            }),
             validator: OnceLock::from(validator),
-            derived: schema,
-            has_schema_only_constraints: true,
-            summary,
         })
     }
 
@@ -261,7 +311,7 @@ impl SchemaInfo {
         &self,
         arguments: &Arguments,
     ) -> Result<T, InvalidInput> {
-        if !self.has_schema_only_constraints {
+        if !self.generated().has_schema_only_constraints {
             let fast = match arguments {
                 Arguments::Text(text) => serde_json::from_str::<T>(text).ok(),
                 Arguments::Json(value) => T::deserialize(value).ok(),
@@ -277,7 +327,8 @@ impl SchemaInfo {
             }
             Arguments::Json(value) => value.clone(),
         };
-        coerce_scalars(&mut value, &self.schema, &self.schema, 0);
+        let schema = self.schema();
+        coerce_scalars(&mut value, schema, schema, 0);
         let errors = self.field_errors(&value);
         if !errors.is_empty() {
             return Err(InvalidInput::Fields { errors });
@@ -293,7 +344,7 @@ impl SchemaInfo {
     /// The compiled validator, compiled now if this is its first use.
     fn validator(&self) -> &jsonschema::Validator {
         self.validator
-            .get_or_init(|| draft::validator_for(&self.derived))
+            .get_or_init(|| draft::validator_for(&self.generated().derived))
     }
 
     /// Every schema violation of `value`, as field paths and messages. Empty when valid.
@@ -353,7 +404,7 @@ impl SchemaInfo {
 
     /// Checks an encoded output against this schema.
     pub(crate) fn check_output(&self, value: &Value) -> Result<(), String> {
-        if !self.has_schema_only_constraints && self.validator().is_valid(value) {
+        if !self.generated().has_schema_only_constraints && self.validator().is_valid(value) {
             return Ok(());
         }
         let errors = self.field_errors(value);

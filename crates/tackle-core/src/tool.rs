@@ -33,35 +33,70 @@ type FormatInvalidFn = Arc<dyn Fn(&InvalidInput, &ToolDefinition) -> String + Se
 
 /// What a provider turn advertises for one tool: its description and both schemas.
 ///
-/// Built once when the tool is built and shared by reference afterwards, so materializing a turn
-/// never regenerates a schema.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Built once when the tool is built and shared by reference afterwards. Each schema is
+/// generated the first time it is read and kept for the life of the process, so materializing
+/// a turn never regenerates one, and a process that never advertises a tool never generates
+/// its schemas.
+///
+/// Serializes as `{"description", "input_schema", "output_schema"}`.
+#[derive(Clone, Debug)]
 pub struct ToolDefinition {
     /// What the tool does, written for the model.
     pub description: Arc<str>,
-    /// JSON Schema of the arguments.
-    pub input_schema: Arc<Value>,
-    /// JSON Schema of the encoded output.
-    pub output_schema: Arc<Value>,
-    /// The top-level argument fields in one line (`path: string (required), limit: integer`),
-    /// for error messages.
-    #[serde(skip)]
-    pub input_summary: Arc<str>,
+    /// The arguments' schema, generated on first read.
+    input: Arc<SchemaInfo>,
+    /// The encoded output's schema, generated on first read.
+    output: Arc<SchemaInfo>,
     /// The tool's preferred output limits, applied over the registry's defaults and under any
     /// agent or per-call override. Command output, for example, prefers `Direction::Tail`.
-    #[serde(skip)]
     pub output_limits: LimitsOverride,
     /// Which calls of this tool may run at the same time as other calls. Not advertised to the
     /// provider; schedulers such as the registry's `batch` tool read it.
-    #[serde(skip)]
     pub concurrency: Concurrency,
     /// The model providers this tool works with (such as `opencode`), or `None` for any. Not
     /// advertised; a host leaves the tool out of turns for other providers.
-    #[serde(skip)]
     pub providers: Option<Arc<[String]>>,
 }
 
+impl PartialEq for ToolDefinition {
+    fn eq(&self, other: &Self) -> bool {
+        self.description == other.description
+            && self.input_schema() == other.input_schema()
+            && self.output_schema() == other.output_schema()
+            && self.output_limits == other.output_limits
+            && self.concurrency == other.concurrency
+            && self.providers == other.providers
+    }
+}
+
+impl Serialize for ToolDefinition {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("ToolDefinition", 3)?;
+        out.serialize_field("description", &self.description)?;
+        out.serialize_field("input_schema", &**self.input_schema())?;
+        out.serialize_field("output_schema", &**self.output_schema())?;
+        out.end()
+    }
+}
+
 impl ToolDefinition {
+    /// JSON Schema of the arguments. Generated now if this is its first read.
+    pub fn input_schema(&self) -> &Arc<Value> {
+        self.input.schema()
+    }
+
+    /// JSON Schema of the encoded output. Generated now if this is its first read.
+    pub fn output_schema(&self) -> &Arc<Value> {
+        self.output.schema()
+    }
+
+    /// The top-level argument fields in one line (`path: string (required), limit: integer`),
+    /// for error messages.
+    pub fn input_summary(&self) -> &Arc<str> {
+        self.input.summary()
+    }
+
     /// True when a turn for `provider` may offer this tool. With no provider chosen, every tool
     /// may be offered.
     pub fn serves_provider(&self, provider: Option<&str>) -> bool {
@@ -246,9 +281,8 @@ where
     {
         let definition = Arc::new(ToolDefinition {
             description,
-            input_schema: input.schema.clone(),
-            output_schema: output.schema.clone(),
-            input_summary: input.summary.clone(),
+            input: input.clone(),
+            output: output.clone(),
             output_limits: LimitsOverride::default(),
             concurrency: Concurrency::default(),
             providers: None,
@@ -616,12 +650,12 @@ fn default_invalid_message(reason: &InvalidInput, definition: &ToolDefinition) -
         InvalidInput::Syntax { .. } => "Send the arguments as one complete JSON object.",
         InvalidInput::Fields { .. } => "Fix these fields and call the tool again.",
     };
-    if definition.input_summary.is_empty() {
+    if definition.input_summary().is_empty() {
         format!("{reason}\n{fix}")
     } else {
         format!(
             "{reason}\n{fix} Expected fields: {}.",
-            definition.input_summary
+            definition.input_summary()
         )
     }
 }

@@ -36,7 +36,7 @@ pub(crate) fn tool(
     structured: StructuredContent,
 ) -> Tool {
     let definition = advertised.definition();
-    let input = match definition.input_schema.as_ref() {
+    let input = match definition.input_schema().as_ref() {
         Value::Object(schema) => schema.clone(),
         _ => {
             let mut schema = JsonObject::new();
@@ -64,7 +64,7 @@ fn declared_output_schema(
     advertised: &AdvertisedTool,
     structured: StructuredContent,
 ) -> Option<JsonObject> {
-    let schema = advertised.definition().output_schema.as_ref();
+    let schema = advertised.definition().output_schema().as_ref();
     if structured != StructuredContent::Declared
         || schema.get("type").and_then(Value::as_str) != Some("object")
     {

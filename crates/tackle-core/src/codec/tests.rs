@@ -165,8 +165,8 @@ fn schema_info_is_generated_once_per_type() {
     assert!(Arc::ptr_eq(&first, &second));
     let other = schema_info::<EditCall>();
     assert!(!Arc::ptr_eq(&first, &other));
-    assert_ne!(first.schema, other.schema);
-    assert!(first.schema["properties"].get("path").is_some());
+    assert_ne!(first.schema(), other.schema());
+    assert!(first.schema()["properties"].get("path").is_some());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -486,7 +486,7 @@ fn stringified_scalars_are_coerced_where_only_that_scalar_fits() {
 #[test]
 fn false_and_negative_strings_are_coerced_too() {
     let mut value = json!({"verbose": "false", "ratio": "-0.25", "offset": "18446744073709551615"});
-    let schema = schema_info::<Scalars>().schema.clone();
+    let schema = schema_info::<Scalars>().schema().clone();
     coerce_scalars(&mut value, &schema, &schema, 0);
     assert_eq!(
         value,
@@ -496,7 +496,7 @@ fn false_and_negative_strings_are_coerced_too() {
 
 #[test]
 fn strings_are_left_alone_where_a_string_is_acceptable() {
-    let schema = schema_info::<Scalars>().schema.clone();
+    let schema = schema_info::<Scalars>().schema().clone();
     let mut value = json!({"code": "020", "level": "2", "verbose": "yes", "offset": "5x"});
     coerce_scalars(&mut value, &schema, &schema, 0);
     // `code` is a string, `level` an enum of strings; `yes` and `5x` are not scalars of their kind.
@@ -521,7 +521,7 @@ fn coercion_follows_refs_into_nested_structs() {
     }"#;
     // The advertised schema has its refs inlined; coercion also follows refs where a recursive
     // schema keeps them (see `coercion_follows_refs_in_recursive_schemas`).
-    assert!(schema_info::<Outer>().schema.get("$defs").is_none());
+    assert!(schema_info::<Outer>().schema().get("$defs").is_none());
     assert_eq!(
         decode_text::<Outer>(text),
         Ok(Outer {
@@ -544,7 +544,7 @@ fn coercion_follows_refs_in_recursive_schemas() {
     // A recursive type cannot be inlined: its advertised schema keeps its `$ref`s.
     assert!(
         schema_info::<Node>()
-            .schema
+            .schema()
             .to_string()
             .contains("\"$ref\"")
     );
@@ -584,16 +584,36 @@ fn non_numeric_string_for_an_integer_is_a_field_error() {
 
 #[test]
 fn plain_struct_has_no_schema_only_constraints() {
-    assert!(!schema_info::<Plain>().has_schema_only_constraints);
+    assert!(
+        !schema_info::<Plain>()
+            .generated()
+            .has_schema_only_constraints
+    );
     // Integer widths are stated as ranges, but serde enforces those itself.
-    assert!(!schema_info::<Widths>().has_schema_only_constraints);
-    assert!(!schema_info::<ReadCall>().has_schema_only_constraints);
-    assert!(!schema_info::<EditCall>().has_schema_only_constraints);
+    assert!(
+        !schema_info::<Widths>()
+            .generated()
+            .has_schema_only_constraints
+    );
+    assert!(
+        !schema_info::<ReadCall>()
+            .generated()
+            .has_schema_only_constraints
+    );
+    assert!(
+        !schema_info::<EditCall>()
+            .generated()
+            .has_schema_only_constraints
+    );
 }
 
 #[test]
 fn length_constraint_is_enforced_although_serde_accepts_it() {
-    assert!(schema_info::<NonEmpty>().has_schema_only_constraints);
+    assert!(
+        schema_info::<NonEmpty>()
+            .generated()
+            .has_schema_only_constraints
+    );
     let error = decode_text::<NonEmpty>(r#"{"name":""}"#).unwrap_err();
     let InvalidInput::Fields { errors } = &error else {
         panic!("expected field errors, got {error:?}");
@@ -611,7 +631,11 @@ fn length_constraint_is_enforced_although_serde_accepts_it() {
 #[test]
 fn range_on_an_integer_is_a_schema_only_constraint() {
     // `format: uint32` must not exempt a range narrower than the integer's own width.
-    assert!(schema_info::<Ranged>().has_schema_only_constraints);
+    assert!(
+        schema_info::<Ranged>()
+            .generated()
+            .has_schema_only_constraints
+    );
     assert!(has_schema_only_constraints(
         &json!({"type": "integer", "format": "int32", "minimum": 5})
     ));
@@ -675,11 +699,11 @@ fn check_output_rejects_a_mismatching_value_with_every_error() {
 #[test]
 fn summary_lists_top_level_fields_with_kind_and_requiredness() {
     assert_eq!(
-        &*schema_info::<ReadCall>().summary,
+        &**schema_info::<ReadCall>().summary(),
         "limit: integer, path: string (required)"
     );
     assert_eq!(
-        &*schema_info::<EditCall>().summary,
+        &**schema_info::<EditCall>().summary(),
         "edits: array (required), path: string (required)"
     );
     assert_eq!(

@@ -47,9 +47,9 @@ fn echo(calls: Arc<AtomicUsize>) -> AnyTool {
 async fn dynamic_schema_is_advertised_and_valid_arguments_run() {
     let calls = Arc::new(AtomicUsize::new(0));
     let tool = echo(calls.clone());
-    assert_eq!(*tool.definition().input_schema, schema());
+    assert_eq!(**tool.definition().input_schema(), schema());
     assert_eq!(
-        &*tool.definition().input_summary,
+        &**tool.definition().input_summary(),
         "count: integer, name: string (required), tags: array"
     );
     let invocation = tool
@@ -143,7 +143,7 @@ fn bad_schema_is_refused_when_the_tool_is_built() {
 #[test]
 fn typed_tools_keep_their_generated_schemas() {
     let tool = Tool::new("x", |input: String, _cx| async move { Ok(input) });
-    assert_eq!(tool.definition().input_schema["type"], "string");
+    assert_eq!(tool.definition().input_schema()["type"], "string");
 }
 
 #[test]
@@ -170,4 +170,45 @@ fn provider_needs_limit_the_providers_a_tool_serves() {
     let none = any.with_providers(Vec::<String>::new());
     assert!(!none.definition().serves_provider(Some("openai")));
     assert!(none.definition().serves_provider(None));
+}
+
+/// How many times [`Counted`]'s schema was generated.
+static COUNTED_SCHEMAS: AtomicUsize = AtomicUsize::new(0);
+
+/// An input type that counts the generations of its schema.
+#[derive(serde::Deserialize)]
+struct Counted {
+    #[allow(dead_code)]
+    name: String,
+}
+
+impl schemars::JsonSchema for Counted {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Counted".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        COUNTED_SCHEMAS.fetch_add(1, Ordering::SeqCst);
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"]
+        })
+    }
+}
+
+#[test]
+fn a_built_tool_generates_its_input_schema_on_first_read_and_once() {
+    let tool = Tool::new("Counts.", |_input: Counted, _cx| async { Ok(()) });
+    assert_eq!(
+        COUNTED_SCHEMAS.load(Ordering::SeqCst),
+        0,
+        "building a tool must not generate its schema"
+    );
+    let definition = tool.definition().clone();
+    assert_eq!(definition.input_schema()["required"], json!(["name"]));
+    assert_eq!(&**definition.input_summary(), "name: string (required)");
+    let again = Tool::new("Counts again.", |_input: Counted, _cx| async { Ok(()) });
+    assert_eq!(again.definition().input_schema()["type"], "object");
+    assert_eq!(COUNTED_SCHEMAS.load(Ordering::SeqCst), 1);
 }

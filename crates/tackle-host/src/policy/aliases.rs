@@ -27,7 +27,7 @@ impl Layer for ArgumentAliases {
             let Some(tool) = turn.get(call.name()) else {
                 return Ok(());
             };
-            let properties: Vec<String> = match tool.definition().input_schema.get("properties") {
+            let properties: Vec<String> = match tool.definition().input_schema().get("properties") {
                 Some(Value::Object(properties)) => properties.keys().cloned().collect(),
                 _ => return Ok(()),
             };

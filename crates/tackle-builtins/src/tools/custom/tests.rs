@@ -161,7 +161,7 @@ async fn json_output_is_the_structured_result() {
     let tool = dirs.tool("echo", Gate::allow_all());
     assert_eq!(&*tool.definition().description, "The echo tool.");
     assert_eq!(
-        tool.definition().input_schema["properties"]["count"]["type"],
+        tool.definition().input_schema()["properties"]["count"]["type"],
         "integer"
     );
     let args = json!({"target": "a \"quoted\" ✓", "count": 3});
