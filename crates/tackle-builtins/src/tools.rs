@@ -253,7 +253,7 @@ pub fn session_dir_name(session: &str) -> String {
 }
 
 impl ToolEnv {
-    /// Whether the real path `real` is one of tackle's own output files that belongs to another
+    /// Whether the real (canonical) path `real` is one of tackle's own output files that belongs to another
     /// session than `cx`'s: a managed output no result of this session named, or a spool file
     /// in another session's directory.
     #[cfg(any(feature = "fs", feature = "search", feature = "lsp"))]
@@ -261,6 +261,13 @@ impl ToolEnv {
         let Some(outputs) = &self.outputs else {
             return false;
         };
+        // A canonical path below a canonical directory starts with its bytes: most paths are
+        // cleared by that alone, without splitting either into components.
+        let bytes = real.as_os_str().as_encoded_bytes();
+        let may_be_below = |dir: &Path| bytes.starts_with(dir.as_os_str().as_encoded_bytes());
+        if !may_be_below(&outputs.managed) && !may_be_below(&outputs.spool) {
+            return false;
+        }
         let session = cx.identity().session.as_str();
         if let Ok(rest) = real.strip_prefix(&outputs.managed) {
             let Some(state) = &self.state else {

@@ -34,8 +34,8 @@ mod visibility;
 mod wildcard;
 
 pub use approval::{
-    Approver, Judgment, LoadError, MemorySavedApprovals, PermissionError, PermissionRequest,
-    PermissionService, Reply, ReplyError, RequestId, SavedApprovals, SavedApprovalsError, Standing,
+    Approver, Judgment, LoadError, MemorySavedApprovals, PermissionError, PermissionJudgment,
+    PermissionRequest, PermissionService, Reply, ReplyError, RequestId, SavedApprovals, SavedApprovalsError, Standing,
     ToolCallRef, configured_denial,
 };
 pub use config::{

@@ -726,3 +726,27 @@ async fn create_refused_when_a_dangling_link_appeared() {
     ));
     assert!(s.root().join("new.txt").is_symlink());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// The borrowed name of a path (what grep asks `read` on for each file) is the name
+    /// `name_of_real` builds, whenever it is given: inside and outside the root, at the root,
+    /// and for paths with `\`, `.`, `..`, empty segments or a trailing `/`.
+    #[test]
+    fn a_borrowed_name_equals_the_built_one(
+        pieces in proptest::collection::vec(
+            proptest::sample::select(&["a", "é", ".", "..", "", "b\\c", "x y"][..]), 0..6),
+        below in proptest::prelude::any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = LocationFs::new(dir.path()).unwrap();
+        let base = if below { fs.inner.root_str.clone() } else { "/elsewhere".to_owned() };
+        let text = std::iter::once(base.as_str()).chain(pieces.iter().copied()).collect::<Vec<_>>().join("/");
+        let path = Path::new(&text);
+        if let Some(name) = fs.plain_name_of_real(path) {
+            proptest::prop_assert_eq!(name, fs.name_of_real(path));
+        }
+        proptest::prop_assert_eq!(fs.with_name_of_real(path, str::to_owned), fs.name_of_real(path));
+    }
+}

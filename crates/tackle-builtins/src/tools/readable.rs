@@ -11,7 +11,9 @@ use tackle_core::Context;
 use tackle_core::names::Permission;
 
 use super::ToolEnv;
-use crate::gate::{Ask, GateJudgment};
+use crate::gate::Ask;
+#[cfg(any(feature = "search", feature = "lsp"))]
+use crate::gate::GatePermissionJudgment;
 
 /// The question `read` asks before showing the file named `name` (its display name).
 pub(crate) fn read_ask(name: &str) -> Ask {
@@ -22,7 +24,8 @@ pub(crate) fn read_ask(name: &str) -> Ask {
 #[cfg(any(feature = "search", feature = "lsp"))]
 #[derive(Clone, Debug)]
 pub(crate) struct Readable {
-    judgment: GateJudgment,
+    /// The `read` permission's rules, picked out once for the call.
+    judgment: GatePermissionJudgment,
     env: ToolEnv,
     cx: Context,
 }
@@ -32,7 +35,10 @@ impl Readable {
     /// The decision for the call in `cx`, under its agent's rules and the approvals saved now.
     pub(crate) fn new(env: &ToolEnv, cx: &Context) -> Self {
         Self {
-            judgment: env.gate.judgment(cx),
+            judgment: env
+                .gate
+                .judgment(cx)
+                .of_permission(Permission::READ.as_str()),
             env: env.clone(),
             cx: cx.clone(),
         }
@@ -66,11 +72,14 @@ impl Readable {
         self.shows_real(real)
     }
 
+    /// The question is [`read_ask`]'s, decided without building it: one name, no allocation
+    /// for a name in normal form.
     fn shows_real(&self, real: &Path) -> bool {
         !self.env.foreign_output(&self.cx, real)
             && self
-                .judgment
-                .allows(&read_ask(&self.env.fs.name_of_real(real)))
+                .env
+                .fs
+                .with_name_of_real(real, |name| self.judgment.allows(name))
     }
 }
 
