@@ -330,7 +330,9 @@ impl LocationFs {
         }
         let below = match root {
             "/" => text.strip_prefix('/'),
-            _ => text.strip_prefix(root).and_then(|rest| rest.strip_prefix('/')),
+            _ => text
+                .strip_prefix(root)
+                .and_then(|rest| rest.strip_prefix('/')),
         };
         // Outside the root, the name is the absolute path itself.
         Some(below.unwrap_or(text))
@@ -762,16 +764,28 @@ async fn blocking<T: Send + 'static>(
 /// followed by segments that are neither empty, `.` nor `..`, with no `\` anywhere.
 #[cfg(any(feature = "search", feature = "lsp", test))]
 fn is_plain_absolute(path: &str) -> bool {
-    match path.strip_prefix('/') {
-        Some("") => true,
-        Some(rest) => {
-            !rest.contains('\\')
-                && rest
-                    .split('/')
-                    .all(|segment| !matches!(segment, "" | "." | ".."))
-        }
-        None => false,
+    let bytes = path.as_bytes();
+    if bytes.first() != Some(&b'/') {
+        return false;
     }
+    if bytes.len() == 1 {
+        return true;
+    }
+    // One pass: each segment ends at a `/` or at the end.
+    let mut start = 1;
+    for at in 1..=bytes.len() {
+        match bytes.get(at) {
+            Some(b'\\') => return false,
+            Some(b'/') | None => {
+                if matches!(&bytes[start..at], b"" | b"." | b"..") {
+                    return false;
+                }
+                start = at + 1;
+            }
+            Some(_) => {}
+        }
+    }
+    true
 }
 
 fn slashed(path: &Path) -> String {

@@ -16,8 +16,7 @@ use serde_json::Value;
 use tackle_core::{AgentId, Context, ToolFailure};
 use tackle_permission::{
     Judgment, PermissionError, PermissionJudgment, PermissionRequest, PermissionService, Ruleset,
-    Standing,
-    configured_denial,
+    Standing, configured_denial,
 };
 
 use crate::fs::Resolved;

@@ -199,7 +199,7 @@ pub struct ToolEnv {
 pub trait FileIndex: Send + Sync + std::fmt::Debug {
     /// The files a grep walk of the directory `dir` (absolute) would search, in any order, each
     /// marked with whether it must be searched for `pattern`; `None` to scan instead.
-    fn grep_files(&self, dir: &std::path::Path, pattern: &str) -> Option<Vec<IndexedFile>>;
+    fn grep_files(&self, dir: &std::path::Path, pattern: &str) -> Option<IndexedFiles>;
 
     /// Calls `visit` with each file a glob walk of the directory `dir` (absolute) would find,
     /// in any order: its path below `dir` and its modification time. False, having called
@@ -211,11 +211,30 @@ pub trait FileIndex: Send + Sync + std::fmt::Debug {
     ) -> bool;
 }
 
-/// One file of a [`FileIndex`] answer.
+/// A [`FileIndex`] answer for grep: the files, with paths shared with the index, so that an
+/// answer costs no allocation per file.
 #[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedFiles {
+    /// The directory the paths are below (absolute).
+    pub base: std::path::PathBuf,
+    /// Paths below `base`; `files` picks out those of this answer.
+    pub paths: Arc<[std::path::PathBuf]>,
+    /// The files of this answer.
+    pub files: Vec<IndexedFile>,
+}
+
+impl IndexedFiles {
+    /// The path of `file` below [`base`](Self::base).
+    pub fn path(&self, file: &IndexedFile) -> &std::path::Path {
+        &self.paths[file.at as usize]
+    }
+}
+
+/// One file of a [`FileIndex`] answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IndexedFile {
-    /// The file's path, below the directory asked about.
-    pub path: std::path::PathBuf,
+    /// The file's position in [`IndexedFiles::paths`].
+    pub at: u32,
     /// False when the file cannot hold a match: it is counted but not opened.
     pub search: bool,
     /// True when the file holds binary data (a NUL byte).

@@ -35,8 +35,8 @@ mod wildcard;
 
 pub use approval::{
     Approver, Judgment, LoadError, MemorySavedApprovals, PermissionError, PermissionJudgment,
-    PermissionRequest, PermissionService, Reply, ReplyError, RequestId, SavedApprovals, SavedApprovalsError, Standing,
-    ToolCallRef, configured_denial,
+    PermissionRequest, PermissionService, Reply, ReplyError, RequestId, SavedApprovals,
+    SavedApprovalsError, Standing, ToolCallRef, configured_denial,
 };
 pub use config::{
     ConfigContext, ConfigError, ConfigValue, parse_permission_config, ruleset_from_config,

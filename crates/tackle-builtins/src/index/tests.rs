@@ -10,8 +10,8 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use tackle_core::{AnyTool, CallIdentity, CancellationToken, Context, InvocationOutcome};
 use tackle_permission::{
-    Action, Approver, MemorySavedApprovals, PermissionRequest, PermissionService, Rule,
-    RuleSource, Ruleset, SavedApprovals,
+    Action, Approver, MemorySavedApprovals, PermissionRequest, PermissionService, Rule, RuleSource,
+    Ruleset, SavedApprovals,
 };
 
 use super::plan::{Plan, plan};
@@ -200,7 +200,12 @@ fn gated(fs: &LocationFs, reads: &[(usize, Action)], saved: Option<usize>) -> To
     let service = Arc::new(PermissionService::new("p", Arc::new(NoOne), approvals).unwrap());
     let rules: Ruleset = std::iter::once(Rule::new("*", "*", Action::Allow, RuleSource::Default))
         .chain(reads.iter().map(|(pattern, action)| {
-            Rule::new("read", READ_PATTERNS[*pattern], *action, RuleSource::Default)
+            Rule::new(
+                "read",
+                READ_PATTERNS[*pattern],
+                *action,
+                RuleSource::Default,
+            )
         }))
         .collect();
     ToolEnv::new(fs.clone()).with_gate(Gate::new(service, move |_| rules.clone()))
@@ -297,13 +302,14 @@ fn an_edit_that_adds_a_match_is_found_by_the_next_call_from_the_index() {
         IndexStatus::Ready { files: 1, .. }
     ));
     let listed = |pattern: &str| {
-        let mut files: Vec<(String, bool)> = index
-            .grep_files(&root, pattern)
-            .unwrap()
-            .into_iter()
+        let listed = index.grep_files(&root, pattern).unwrap();
+        let mut files: Vec<(String, bool)> = listed
+            .files
+            .iter()
             .map(|file| {
+                let path = listed.base.join(listed.path(file));
                 (
-                    file.path.strip_prefix(&root).unwrap().display().to_string(),
+                    path.strip_prefix(&root).unwrap().display().to_string(),
                     file.search,
                 )
             })

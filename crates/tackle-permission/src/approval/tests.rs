@@ -958,8 +958,19 @@ fn file_pattern() -> impl proptest::strategy::Strategy<Value = String> {
 fn asked_path() -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     const PIECES: &[&str] = &[
-        "src", "a", "b.rs", ".env", "x.env", ".env.example", "/", "/home/u/", "..", ".", "é",
-        "\\", " ",
+        "src",
+        "a",
+        "b.rs",
+        ".env",
+        "x.env",
+        ".env.example",
+        "/",
+        "/home/u/",
+        "..",
+        ".",
+        "é",
+        "\\",
+        " ",
     ];
     prop::collection::vec(prop::sample::select(PIECES), 0..7).prop_map(|parts| parts.concat())
 }

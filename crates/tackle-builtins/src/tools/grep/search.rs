@@ -21,7 +21,7 @@ use ignore::gitignore::GitignoreBuilder;
 use ignore::{WalkBuilder, WalkState};
 
 use super::matcher::LineMatcher;
-use crate::tools::IndexedFile;
+use crate::tools::IndexedFiles;
 use crate::tools::readable::{Readable, RealDirs};
 use crate::tools::walk::{self, Boundary};
 
@@ -85,6 +85,9 @@ pub(super) struct Found {
     pub(super) stopped: bool,
 }
 
+/// Files a thread of a listed search takes at a time.
+const BLOCK: usize = 64;
+
 /// The state the walker threads share.
 struct Shared {
     limit: usize,
@@ -92,6 +95,31 @@ struct Shared {
     searched: AtomicUsize,
     unreadable: AtomicUsize,
     withheld: AtomicUsize,
+    /// Binary files counted without being searched (an index knew them).
+    binary_known: AtomicUsize,
+}
+
+impl Shared {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            best: Mutex::new(Best::default()),
+            searched: AtomicUsize::new(0),
+            unreadable: AtomicUsize::new(0),
+            withheld: AtomicUsize::new(0),
+            binary_known: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// What one thread counted, added to the shared counts when it ends: threads share no
+/// counter per file.
+#[derive(Default)]
+struct Tally {
+    searched: usize,
+    unreadable: usize,
+    withheld: usize,
+    binary_known: usize,
 }
 
 #[derive(Default)]
@@ -124,19 +152,13 @@ impl Best {
 /// Runs the search. `stop` is polled for every entry and every match; once it returns true the
 /// walk quits and what was found so far comes back with `stopped` set.
 pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
-    let shared = Shared {
-        limit: query.limit,
-        best: Mutex::new(Best::default()),
-        searched: AtomicUsize::new(0),
-        unreadable: AtomicUsize::new(0),
-        withheld: AtomicUsize::new(0),
-    };
+    let shared = Shared::new(query.limit);
     let boundary = query.boundary.clone();
     let stopped = std::sync::atomic::AtomicBool::new(false);
     let walker = walker(&query, &boundary).build_parallel();
 
     walker.run(|| {
-        let mut worker = Worker::new(&query);
+        let mut worker = Worker::new(&query, &shared);
         let shared = &shared;
         let query = &query;
         let stopped = &stopped;
@@ -157,14 +179,7 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            if worker.visit(
-                query,
-                shared,
-                entry.path(),
-                entry.path_is_symlink(),
-                None,
-                stop,
-            ) {
+            if worker.visit(query, entry.path(), entry.path_is_symlink(), None, stop) {
                 stopped.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
@@ -174,38 +189,54 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
     finish(shared, &boundary, stopped.into_inner())
 }
 
-/// Runs the search over `files`, what a walk of the root would find as an index listed them:
+/// Runs the search over `listed`, what a walk of the root would find as an index listed it:
 /// each file the index says cannot match is only counted (as binary when it is), every other
-/// one is searched as a walk's would be. The result equals [`search`]'s.
+/// one is searched as a walk's would be. The threads take the files a block at a time, so a
+/// slow part of the list does not hold up the rest. The result equals [`search`]'s.
 pub(super) fn search_listed(
     query: Query,
-    files: Vec<IndexedFile>,
+    listed: IndexedFiles,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Found {
-    let shared = Shared {
-        limit: query.limit,
-        best: Mutex::new(Best::default()),
-        searched: AtomicUsize::new(0),
-        unreadable: AtomicUsize::new(0),
-        withheld: AtomicUsize::new(0),
-    };
+    let shared = Shared::new(query.limit);
     let stopped = std::sync::atomic::AtomicBool::new(false);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunk = files.len().div_ceil(threads).max(1);
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(listed.files.len().div_ceil(BLOCK))
+        .max(1);
     std::thread::scope(|scope| {
-        for part in files.chunks(chunk) {
-            let (query, shared, stopped) = (&query, &shared, &stopped);
+        for _ in 0..threads {
+            let (query, shared, stopped, next, listed) =
+                (&query, &shared, &stopped, &next, &listed);
             scope.spawn(move || {
-                let mut worker = Worker::new(query);
-                for file in part {
-                    if stopped.load(Ordering::Relaxed) || stop() {
-                        stopped.store(true, Ordering::Relaxed);
+                let mut worker = Worker::new(query, shared);
+                let mut path = listed.base.clone();
+                loop {
+                    let start = next.fetch_add(BLOCK, Ordering::Relaxed);
+                    let Some(block) = listed
+                        .files
+                        .get(start..(start + BLOCK).min(listed.files.len()))
+                    else {
+                        return;
+                    };
+                    if block.is_empty() {
                         return;
                     }
-                    let known = Some((file.search, file.binary));
-                    if worker.visit(query, shared, &file.path, false, known, stop) {
-                        stopped.store(true, Ordering::Relaxed);
-                        return;
+                    for file in block {
+                        if stopped.load(Ordering::Relaxed) || stop() {
+                            stopped.store(true, Ordering::Relaxed);
+                            return;
+                        }
+                        let buffer = path.as_mut_os_string();
+                        buffer.clear();
+                        buffer.push(&listed.base);
+                        path.push(listed.path(file));
+                        let known = Some((file.search, file.binary));
+                        if worker.visit(query, &path, false, known, stop) {
+                            stopped.store(true, Ordering::Relaxed);
+                            return;
+                        }
                     }
                 }
             });
@@ -215,14 +246,16 @@ pub(super) fn search_listed(
 }
 
 /// What one thread of a search keeps between files.
-struct Worker {
+struct Worker<'s> {
     searcher: Searcher,
     matcher: LineMatcher,
     dirs: RealDirs,
+    shared: &'s Shared,
+    tally: Tally,
 }
 
-impl Worker {
-    fn new(query: &Query) -> Self {
+impl<'s> Worker<'s> {
+    fn new(query: &Query, shared: &'s Shared) -> Self {
         Self {
             searcher: SearcherBuilder::new()
                 .binary_detection(BinaryDetection::quit(b'\0'))
@@ -231,6 +264,8 @@ impl Worker {
                 .build(),
             matcher: query.matcher.clone(),
             dirs: RealDirs::default(),
+            shared,
+            tally: Tally::default(),
         }
     }
 
@@ -239,7 +274,6 @@ impl Worker {
     fn visit(
         &mut self,
         query: &Query,
-        shared: &Shared,
         path: &Path,
         is_link: bool,
         known: Option<(bool, bool)>,
@@ -253,25 +287,37 @@ impl Worker {
             None => query.readable.shows_found(&mut self.dirs, path, is_link),
         };
         if !shown {
-            shared.withheld.fetch_add(1, Ordering::Relaxed);
+            self.tally.withheld += 1;
             return false;
         }
-        shared.searched.fetch_add(1, Ordering::Relaxed);
+        self.tally.searched += 1;
         if let Some((false, binary)) = known {
-            if binary {
-                shared.best.lock().unwrap_or_else(|e| e.into_inner()).binary += 1;
-            }
+            self.tally.binary_known += usize::from(binary);
             return false;
         }
-        let mut sink = FileSink::new(shared, path, stop);
+        let mut sink = FileSink::new(self.shared, path, stop);
         let searched = self.searcher.search_path(&self.matcher, path, &mut sink);
         if searched.is_err() && !sink.stopped {
-            shared.unreadable.fetch_add(1, Ordering::Relaxed);
+            self.tally.unreadable += 1;
             return false;
         }
         let quit = sink.stopped;
         sink.finish();
         quit
+    }
+}
+
+impl Drop for Worker<'_> {
+    fn drop(&mut self) {
+        let (shared, tally) = (self.shared, &self.tally);
+        shared.searched.fetch_add(tally.searched, Ordering::Relaxed);
+        shared
+            .unreadable
+            .fetch_add(tally.unreadable, Ordering::Relaxed);
+        shared.withheld.fetch_add(tally.withheld, Ordering::Relaxed);
+        shared
+            .binary_known
+            .fetch_add(tally.binary_known, Ordering::Relaxed);
     }
 }
 
@@ -283,7 +329,7 @@ fn finish(shared: Shared, boundary: &Boundary, stopped: bool) -> Found {
         total: best.total,
         files: best.files,
         searched: shared.searched.into_inner(),
-        binary: best.binary,
+        binary: best.binary + shared.binary_known.into_inner(),
         unreadable: shared.unreadable.into_inner(),
         withheld: shared.withheld.into_inner(),
         outside_links: boundary.refused(),
