@@ -317,6 +317,22 @@ impl LocationFs {
         }
     }
 
+    /// Whether the names of files below `base` are their paths below it: `base` is the root,
+    /// and the root's text is in normal form.
+    #[cfg(feature = "search")]
+    pub(crate) fn names_below(&self, base: &Path) -> bool {
+        base == self.inner.root && is_plain_absolute(&self.inner.root_str)
+    }
+
+    /// The name of the file at `relative` below the root, a path made of file names (as a walk
+    /// or an index has it), when [`names_below`](Self::names_below) holds for the root: the
+    /// path itself when it is UTF-8 without `\`, so nothing is built. `None` otherwise.
+    #[cfg(any(feature = "search", test))]
+    pub(crate) fn listed_name(relative: &Path) -> Option<&str> {
+        let name = relative.to_str()?;
+        (!name.is_empty() && !name.contains('\\')).then_some(name)
+    }
+
     /// The name of `canonical` as a slice of it, when both it and the root are already in
     /// normal form (absolute, UTF-8, no `\`, no empty, `.` or `..` segment); `None` otherwise.
     #[cfg(any(feature = "search", feature = "lsp", test))]

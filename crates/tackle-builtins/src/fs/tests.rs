@@ -750,3 +750,24 @@ proptest::proptest! {
         proptest::prop_assert_eq!(fs.with_name_of_real(path, str::to_owned), fs.name_of_real(path));
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// A file an index lists below the root is named by its listed path, whenever that is
+    /// given, exactly as `name_of_real` names its real path.
+    #[test]
+    fn a_listed_name_equals_the_built_one(
+        names in proptest::collection::vec(
+            proptest::sample::select(&["a", "é", ".b", "..c", "d\\e", "x y", "f\ng", "..."][..]), 1..5),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = LocationFs::new(dir.path()).unwrap();
+        proptest::prop_assert!(fs.names_below(fs.root()));
+        let relative: PathBuf = names.iter().collect();
+        let built = fs.name_of_real(&fs.root().join(&relative));
+        if let Some(name) = LocationFs::listed_name(&relative) {
+            proptest::prop_assert_eq!(name, built);
+        }
+    }
+}

@@ -72,6 +72,24 @@ impl Readable {
         self.shows_real(real)
     }
 
+    /// Like [`shows_real_path`](Self::shows_real_path), for the file at `real` that an index
+    /// lists at `relative` below the Location root (the caller checked
+    /// [`LocationFs::names_below`](crate::fs::LocationFs::names_below) for the index's base):
+    /// its name is `relative` itself, with no path to take apart.
+    #[cfg(feature = "search")]
+    pub(crate) fn shows_listed(&self, real: &Path, relative: &Path) -> bool {
+        match crate::fs::LocationFs::listed_name(relative) {
+            Some(name) => !self.env.foreign_output(&self.cx, real) && self.judgment.allows(name),
+            None => self.shows_real(real),
+        }
+    }
+
+    /// Whether the names of files an index lists below `base` are their paths below it.
+    #[cfg(feature = "search")]
+    pub(crate) fn names_below(&self, base: &Path) -> bool {
+        self.env.fs.names_below(base)
+    }
+
     /// The question is [`read_ask`]'s, decided without building it: one name, no allocation
     /// for a name in normal form.
     fn shows_real(&self, real: &Path) -> bool {

@@ -179,7 +179,10 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            if worker.visit(query, entry.path(), entry.path_is_symlink(), None, stop) {
+            let origin = Origin::Walked {
+                is_link: entry.path_is_symlink(),
+            };
+            if worker.visit(query, entry.path(), origin, stop) {
                 stopped.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
@@ -205,6 +208,8 @@ pub(super) fn search_listed(
         .map_or(1, |n| n.get())
         .min(listed.files.len().div_ceil(BLOCK))
         .max(1);
+    // Names are the listed paths themselves when they lie below the Location root.
+    let named = query.readable.names_below(&listed.base);
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let (query, shared, stopped, next, listed) =
@@ -214,26 +219,27 @@ pub(super) fn search_listed(
                 let mut path = listed.base.clone();
                 loop {
                     let start = next.fetch_add(BLOCK, Ordering::Relaxed);
-                    let Some(block) = listed
-                        .files
-                        .get(start..(start + BLOCK).min(listed.files.len()))
-                    else {
+                    let end = (start + BLOCK).min(listed.files.len());
+                    let Some(block) = listed.files.get(start..end).filter(|b| !b.is_empty()) else {
                         return;
                     };
-                    if block.is_empty() {
+                    // Polled once a block: a searched file polls again at each match.
+                    if stopped.load(Ordering::Relaxed) || stop() {
+                        stopped.store(true, Ordering::Relaxed);
                         return;
                     }
                     for file in block {
-                        if stopped.load(Ordering::Relaxed) || stop() {
-                            stopped.store(true, Ordering::Relaxed);
-                            return;
-                        }
+                        let relative = listed.path(file);
                         let buffer = path.as_mut_os_string();
                         buffer.clear();
                         buffer.push(&listed.base);
-                        path.push(listed.path(file));
-                        let known = Some((file.search, file.binary));
-                        if worker.visit(query, &path, false, known, stop) {
+                        path.push(relative);
+                        let origin = Origin::Listed {
+                            relative: named.then_some(relative),
+                            search: file.search,
+                            binary: file.binary,
+                        };
+                        if worker.visit(query, &path, origin, stop) {
                             stopped.store(true, Ordering::Relaxed);
                             return;
                         }
@@ -243,6 +249,20 @@ pub(super) fn search_listed(
         }
     });
     finish(shared, &query.boundary, stopped.into_inner())
+}
+
+/// How a search came to a file.
+#[derive(Clone, Copy)]
+enum Origin<'a> {
+    /// A walk found it; `is_link` when its entry is a symlink.
+    Walked { is_link: bool },
+    /// An index listed it (its path is real), with its path below the Location root when that
+    /// is its name, and whether it must be searched and is binary.
+    Listed {
+        relative: Option<&'a Path>,
+        search: bool,
+        binary: bool,
+    },
 }
 
 /// What one thread of a search keeps between files.
@@ -269,29 +289,37 @@ impl<'s> Worker<'s> {
         }
     }
 
-    /// Searches the file at `path`, or with `known` (an index's word that it need not be
-    /// searched, and whether it is binary) only counts it. True when the search must stop.
+    /// Searches the file at `path`, or, when an index said it need not be searched, only
+    /// counts it. True when the search must stop.
     fn visit(
         &mut self,
         query: &Query,
         path: &Path,
-        is_link: bool,
-        known: Option<(bool, bool)>,
+        origin: Origin<'_>,
         stop: &(dyn Fn() -> bool + Sync),
     ) -> bool {
         if !included(query, path) {
             return false;
         }
-        let shown = match known {
-            Some(_) => query.readable.shows_real_path(path),
-            None => query.readable.shows_found(&mut self.dirs, path, is_link),
+        let shown = match origin {
+            Origin::Walked { is_link } => query.readable.shows_found(&mut self.dirs, path, is_link),
+            Origin::Listed {
+                relative: Some(relative),
+                ..
+            } => query.readable.shows_listed(path, relative),
+            Origin::Listed { relative: None, .. } => query.readable.shows_real_path(path),
         };
         if !shown {
             self.tally.withheld += 1;
             return false;
         }
         self.tally.searched += 1;
-        if let Some((false, binary)) = known {
+        if let Origin::Listed {
+            search: false,
+            binary,
+            ..
+        } = origin
+        {
             self.tally.binary_known += usize::from(binary);
             return false;
         }
