@@ -16,6 +16,7 @@ use crate::gate::Ask;
 use crate::gate::GatePermissionJudgment;
 
 /// The question `read` asks before showing the file named `name` (its display name).
+#[cfg(any(feature = "fs", feature = "lsp"))]
 pub(crate) fn read_ask(name: &str) -> Ask {
     Ask::new(Permission::READ.as_str(), [name])
 }

@@ -1008,7 +1008,7 @@ proptest::proptest! {
         let judgment = Judgment { configured: configured.clone(), approved: approved.clone() };
         for (permission, path) in &asked {
             let permission = ["read", "edit", "reads"][*permission];
-            let expected = match decide_on(&configured, &approved, permission, &[path.clone()]) {
+            let expected = match decide_on(&configured, &approved, permission, std::slice::from_ref(path)) {
                 Verdict::Allow => Standing::Allowed,
                 Verdict::Ask => Standing::WouldAsk,
                 Verdict::Deny(_) => Standing::Denied,
