@@ -12,8 +12,8 @@ use tackle_builtins::index::{IndexOptions, SearchIndex};
 use tackle_builtins::{Gate, LocationFs, ToolEnv, search_tools};
 use tackle_core::{CallIdentity, CancellationToken, Context, InvocationOutcome};
 use tackle_permission::{
-    Action, Approver, MemorySavedApprovals, PermissionRequest, PermissionService, Rule,
-    RuleSource, Ruleset,
+    Action, Approver, MemorySavedApprovals, PermissionRequest, PermissionService, Rule, RuleSource,
+    Ruleset,
 };
 
 /// The system allocator, counting every allocation on every thread.
