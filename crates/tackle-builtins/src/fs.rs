@@ -302,6 +302,58 @@ impl LocationFs {
             .unwrap_or(canonical_str)
     }
 
+    /// Calls `decide` with [`name_of_real`](Self::name_of_real)'s name for `canonical`,
+    /// borrowed from the path when normalizing it would change nothing (the usual case), so a
+    /// caller that names many files allocates nothing for them.
+    #[cfg(any(feature = "search", feature = "lsp"))]
+    pub(crate) fn with_name_of_real<R>(
+        &self,
+        canonical: &Path,
+        decide: impl FnOnce(&str) -> R,
+    ) -> R {
+        match self.plain_name_of_real(canonical) {
+            Some(name) => decide(name),
+            None => decide(&self.name_of_real(canonical)),
+        }
+    }
+
+    /// Whether the names of files below `base` are their paths below it: `base` is the root,
+    /// and the root's text is in normal form.
+    #[cfg(feature = "search")]
+    pub(crate) fn names_below(&self, base: &Path) -> bool {
+        base == self.inner.root && is_plain_absolute(&self.inner.root_str)
+    }
+
+    /// The name of the file at `relative` below the root, a path made of file names (as a walk
+    /// or an index has it), when [`names_below`](Self::names_below) holds for the root: the
+    /// path itself when it is UTF-8 without `\`, so nothing is built. `None` otherwise.
+    #[cfg(any(feature = "search", test))]
+    pub(crate) fn listed_name(relative: &Path) -> Option<&str> {
+        let name = relative.to_str()?;
+        (!name.is_empty() && !name.contains('\\')).then_some(name)
+    }
+
+    /// The name of `canonical` as a slice of it, when both it and the root are already in
+    /// normal form (absolute, UTF-8, no `\`, no empty, `.` or `..` segment); `None` otherwise.
+    #[cfg(any(feature = "search", feature = "lsp", test))]
+    fn plain_name_of_real<'a>(&self, canonical: &'a Path) -> Option<&'a str> {
+        let (text, root) = (canonical.to_str()?, self.inner.root_str.as_str());
+        if !is_plain_absolute(text) || !is_plain_absolute(root) {
+            return None;
+        }
+        if text == root {
+            return Some(".");
+        }
+        let below = match root {
+            "/" => text.strip_prefix('/'),
+            _ => text
+                .strip_prefix(root)
+                .and_then(|rest| rest.strip_prefix('/')),
+        };
+        // Outside the root, the name is the absolute path itself.
+        Some(below.unwrap_or(text))
+    }
+
     /// When `given` names a symlink, the link itself (not followed): its own location, judged
     /// for containment by its directory, and what it points to. `None` for anything else.
     pub async fn symlink_at(&self, given: &str) -> Result<Option<(Resolved, PathBuf)>, FsError> {
@@ -724,6 +776,34 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// A path with `/` separators, as the permission helpers expect.
+/// True when `path` is absolute and already in the form `normalize_path` gives: `/`, or `/`
+/// followed by segments that are neither empty, `.` nor `..`, with no `\` anywhere.
+#[cfg(any(feature = "search", feature = "lsp", test))]
+fn is_plain_absolute(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    if bytes.first() != Some(&b'/') {
+        return false;
+    }
+    if bytes.len() == 1 {
+        return true;
+    }
+    // One pass: each segment ends at a `/` or at the end.
+    let mut start = 1;
+    for at in 1..=bytes.len() {
+        match bytes.get(at) {
+            Some(b'\\') => return false,
+            Some(b'/') | None => {
+                if matches!(&bytes[start..at], b"" | b"." | b"..") {
+                    return false;
+                }
+                start = at + 1;
+            }
+            Some(_) => {}
+        }
+    }
+    true
+}
+
 fn slashed(path: &Path) -> String {
     path.to_string_lossy().replace('\\', "/")
 }

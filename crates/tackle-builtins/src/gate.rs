@@ -15,8 +15,8 @@ use tackle_core::names::Permission;
 use serde_json::Value;
 use tackle_core::{AgentId, Context, ToolFailure};
 use tackle_permission::{
-    Judgment, PermissionError, PermissionRequest, PermissionService, Ruleset, Standing,
-    configured_denial,
+    Judgment, PermissionError, PermissionJudgment, PermissionRequest, PermissionService, Ruleset,
+    Standing, configured_denial,
 };
 
 use crate::fs::Resolved;
@@ -191,14 +191,28 @@ impl Gate {
 pub struct GateJudgment(Option<Judgment>);
 
 impl GateJudgment {
-    /// Whether `ask` would be allowed at once: no rule denies any of its patterns and nobody
-    /// would be asked.
-    pub fn allows(&self, ask: &Ask) -> bool {
-        self.0.as_ref().is_none_or(|judgment| {
-            ask.patterns
-                .iter()
-                .all(|pattern| judgment.standing(&ask.permission, pattern) == Standing::Allowed)
-        })
+    /// This judgment for `permission` alone, to decide it cheaply on many resources.
+    pub fn of_permission(&self, permission: &str) -> GatePermissionJudgment {
+        GatePermissionJudgment(
+            self.0
+                .as_ref()
+                .map(|judgment| judgment.of_permission(permission)),
+        )
+    }
+}
+
+/// What the gate would answer without asking for one permission, for the rules of one call;
+/// see [`GateJudgment::of_permission`].
+#[derive(Clone, Debug)]
+pub struct GatePermissionJudgment(Option<PermissionJudgment>);
+
+impl GatePermissionJudgment {
+    /// Whether asking the permission on `resource` would be allowed at once: no rule denies it
+    /// and nobody would be asked. Allocates nothing.
+    pub fn allows(&self, resource: &str) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|judgment| judgment.standing(resource) == Standing::Allowed)
     }
 }
 

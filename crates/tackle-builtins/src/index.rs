@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::tools::{FileIndex, IndexedFile};
+use crate::tools::{FileIndex, IndexedFiles};
 use tree::Tree;
 use watch::Watch;
 
@@ -305,37 +305,28 @@ impl SearchIndex {
 }
 
 impl FileIndex for SearchIndex {
-    fn grep_files(&self, dir: &Path, pattern: &str) -> Option<Vec<IndexedFile>> {
-        let (phase, relative) = self.fresh(dir)?;
-        let Phase::Ready { tree, .. } = &*phase else {
+    fn grep_files(&self, dir: &Path, pattern: &str) -> Option<IndexedFiles> {
+        let (mut phase, relative) = self.fresh(dir)?;
+        let Phase::Ready { tree, .. } = &mut *phase else {
             return None;
         };
         if !relative.as_os_str().is_empty() && crate::tools::grep_ignored_by_parents(dir) {
             return None;
         }
         let plan = plan::plan(pattern);
-        let listed = tree.list(&relative, &plan);
-        Some(
-            listed
-                .into_iter()
-                .map(|file| IndexedFile {
-                    path: dir.join(
-                        file.relative
-                            .strip_prefix(&relative)
-                            .unwrap_or(&file.relative),
-                    ),
-                    search: file.search,
-                    binary: file.binary,
-                })
-                .collect(),
-        )
+        let (paths, files) = tree.list(&relative, &plan);
+        Some(IndexedFiles {
+            base: self.inner.root.clone(),
+            paths,
+            files,
+        })
     }
 
     fn glob_files(&self, dir: &Path, visit: &mut dyn FnMut(&Path, SystemTime)) -> bool {
-        let Some((phase, relative)) = self.fresh(dir) else {
+        let Some((mut phase, relative)) = self.fresh(dir) else {
             return false;
         };
-        let Phase::Ready { tree, .. } = &*phase else {
+        let Phase::Ready { tree, .. } = &mut *phase else {
             return false;
         };
         tree.each_file(&relative, visit);

@@ -54,6 +54,6 @@ pub use tools::{
     CustomCatalog, CustomManifest, CustomSource, CustomWarning, TrustMode, custom_tools,
     discover_custom_tools, shell_tools,
 };
-pub use tools::{FileIndex, FileToolOptions, IndexedFile, ToolEnv};
+pub use tools::{FileIndex, FileToolOptions, IndexedFile, IndexedFiles, ToolEnv};
 #[cfg(feature = "web")]
 pub use tools::{WebSearchConfig, web_tools};

@@ -199,7 +199,7 @@ pub struct ToolEnv {
 pub trait FileIndex: Send + Sync + std::fmt::Debug {
     /// The files a grep walk of the directory `dir` (absolute) would search, in any order, each
     /// marked with whether it must be searched for `pattern`; `None` to scan instead.
-    fn grep_files(&self, dir: &std::path::Path, pattern: &str) -> Option<Vec<IndexedFile>>;
+    fn grep_files(&self, dir: &std::path::Path, pattern: &str) -> Option<IndexedFiles>;
 
     /// Calls `visit` with each file a glob walk of the directory `dir` (absolute) would find,
     /// in any order: its path below `dir` and its modification time. False, having called
@@ -211,11 +211,30 @@ pub trait FileIndex: Send + Sync + std::fmt::Debug {
     ) -> bool;
 }
 
-/// One file of a [`FileIndex`] answer.
+/// A [`FileIndex`] answer for grep: the files, with paths shared with the index, so that an
+/// answer costs no allocation per file.
 #[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedFiles {
+    /// The directory the paths are below (absolute).
+    pub base: std::path::PathBuf,
+    /// Paths below `base`; `files` picks out those of this answer.
+    pub paths: Arc<[std::path::PathBuf]>,
+    /// The files of this answer.
+    pub files: Vec<IndexedFile>,
+}
+
+impl IndexedFiles {
+    /// The path of `file` below [`base`](Self::base).
+    pub fn path(&self, file: &IndexedFile) -> &std::path::Path {
+        &self.paths[file.at as usize]
+    }
+}
+
+/// One file of a [`FileIndex`] answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IndexedFile {
-    /// The file's path, below the directory asked about.
-    pub path: std::path::PathBuf,
+    /// The file's position in [`IndexedFiles::paths`].
+    pub at: u32,
     /// False when the file cannot hold a match: it is counted but not opened.
     pub search: bool,
     /// True when the file holds binary data (a NUL byte).
@@ -253,7 +272,7 @@ pub fn session_dir_name(session: &str) -> String {
 }
 
 impl ToolEnv {
-    /// Whether the real path `real` is one of tackle's own output files that belongs to another
+    /// Whether the real (canonical) path `real` is one of tackle's own output files that belongs to another
     /// session than `cx`'s: a managed output no result of this session named, or a spool file
     /// in another session's directory.
     #[cfg(any(feature = "fs", feature = "search", feature = "lsp"))]
@@ -261,6 +280,13 @@ impl ToolEnv {
         let Some(outputs) = &self.outputs else {
             return false;
         };
+        // A canonical path below a canonical directory starts with its bytes: most paths are
+        // cleared by that alone, without splitting either into components.
+        let bytes = real.as_os_str().as_encoded_bytes();
+        let may_be_below = |dir: &Path| bytes.starts_with(dir.as_os_str().as_encoded_bytes());
+        if !may_be_below(&outputs.managed) && !may_be_below(&outputs.spool) {
+            return false;
+        }
         let session = cx.identity().session.as_str();
         if let Ok(rest) = real.strip_prefix(&outputs.managed) {
             let Some(state) = &self.state else {

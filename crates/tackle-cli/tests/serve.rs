@@ -492,3 +492,46 @@ async fn serve_answers_grep_and_glob_from_its_index_and_sees_each_edit_at_the_ne
     assert!(after.starts_with("Found 1 match"), "{after}");
     client.cancel().await.expect("close the client");
 }
+
+#[tokio::test]
+async fn serve_grep_from_its_index_leaves_out_and_counts_files_whose_read_is_denied() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir(sandbox.root.path().join(".tackle")).unwrap();
+    sandbox.write(
+        ".tackle/config.json",
+        &json!({ "permission": { "read": { "*.secret": "deny" } } }).to_string(),
+    );
+    sandbox.write("notes.txt", "needle_rule here\n");
+    sandbox.write("keys.secret", "needle_rule hidden\n");
+    let log = sandbox.data.path().join("serve.log");
+    let mut command = sandbox.command(["--log-file", log.to_str().unwrap(), "serve"]);
+    command.env("TACKLE_LOG", "info");
+    let transport = TokioChildProcess::new(command).expect("spawn tackle serve");
+    let client = ().serve(transport).await.expect("initialize");
+    let indexed = eventually(Duration::from_secs(30), || {
+        std::fs::read_to_string(&log).is_ok_and(|text| text.contains("indexed"))
+    })
+    .await;
+    assert!(indexed, "{:?}", std::fs::read_to_string(&log));
+
+    // Before and after an edit, from the index: the denied file is neither shown nor searched.
+    for round in 0..2 {
+        let found = text(&call(&client, "grep", json!({ "pattern": "needle_rule" })).await);
+        assert!(found.starts_with("Found 1 match"), "{round}: {found}");
+        assert!(
+            found.contains("notes.txt:\n  Line 1: needle_rule here"),
+            "{found}"
+        );
+        assert!(!found.contains("hidden"), "{found}");
+        assert!(
+            found.contains("1 file was not searched because your permission rules deny"),
+            "{found}"
+        );
+        std::fs::write(
+            sandbox.root.path().join("keys.secret"),
+            "needle_rule hidden again\n",
+        )
+        .unwrap();
+    }
+    client.cancel().await.expect("close the client");
+}

@@ -591,12 +591,57 @@ pub struct Judgment {
 impl Judgment {
     /// What asking `permission` on `resource` would get now, without asking anyone.
     pub fn standing(&self, permission: &str, resource: &str) -> Standing {
-        let resources = [resource.to_owned()];
-        match decide_on(&self.configured, &self.approved, permission, &resources) {
-            Verdict::Allow => Standing::Allowed,
-            Verdict::Ask => Standing::WouldAsk,
-            Verdict::Deny(_) => Standing::Denied,
+        standing_under(&self.configured, &self.approved, permission, resource)
+    }
+
+    /// This judgment for `permission` alone, to decide it on many resources: the rules that
+    /// cannot cover it are dropped once, and each decision allocates nothing.
+    pub fn of_permission(&self, permission: &str) -> PermissionJudgment {
+        PermissionJudgment {
+            permission: permission.to_owned(),
+            configured: self.configured.covering(permission),
+            approved: self.approved.covering(permission),
         }
+    }
+}
+
+/// A [`Judgment`] narrowed to one permission (see [`Judgment::of_permission`]). It decides
+/// exactly as the judgment does, and as [`PermissionService::ask`] does before it asks.
+#[derive(Clone, Debug)]
+pub struct PermissionJudgment {
+    permission: String,
+    configured: Ruleset,
+    approved: Ruleset,
+}
+
+impl PermissionJudgment {
+    /// What asking this permission on `resource` would get now, without asking anyone.
+    pub fn standing(&self, resource: &str) -> Standing {
+        standing_under(&self.configured, &self.approved, &self.permission, resource)
+    }
+}
+
+/// [`decide_on`] for one resource, without building its refusal: a configured deny decides,
+/// then a matching saved approval, then the configured rules.
+fn standing_under(
+    configured: &Ruleset,
+    approved: &Ruleset,
+    permission: &str,
+    resource: &str,
+) -> Standing {
+    let decided = configured.explain(permission, resource);
+    if decided.action == Action::Deny {
+        return Standing::Denied;
+    }
+    let saved = approved.explain(permission, resource);
+    let action = match saved.rule {
+        Some(_) => saved.action,
+        None => decided.action,
+    };
+    if action == Action::Allow {
+        Standing::Allowed
+    } else {
+        Standing::WouldAsk
     }
 }
 

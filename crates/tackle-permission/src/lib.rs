@@ -34,9 +34,9 @@ mod visibility;
 mod wildcard;
 
 pub use approval::{
-    Approver, Judgment, LoadError, MemorySavedApprovals, PermissionError, PermissionRequest,
-    PermissionService, Reply, ReplyError, RequestId, SavedApprovals, SavedApprovalsError, Standing,
-    ToolCallRef, configured_denial,
+    Approver, Judgment, LoadError, MemorySavedApprovals, PermissionError, PermissionJudgment,
+    PermissionRequest, PermissionService, Reply, ReplyError, RequestId, SavedApprovals,
+    SavedApprovalsError, Standing, ToolCallRef, configured_denial,
 };
 pub use config::{
     ConfigContext, ConfigError, ConfigValue, parse_permission_config, ruleset_from_config,

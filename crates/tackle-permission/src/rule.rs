@@ -314,6 +314,18 @@ impl Ruleset {
         self.rules.is_empty()
     }
 
+    /// The rules that can cover `permission`, in order: for `permission` it decides exactly
+    /// as the whole ruleset does, with fewer rules to try. Deciding one permission on many
+    /// resources starts with this.
+    pub fn covering(&self, permission: &str) -> Ruleset {
+        let permission = Subject::new(permission);
+        self.rules
+            .iter()
+            .filter(|rule| rule.permission.matches_subject(&permission))
+            .cloned()
+            .collect()
+    }
+
     /// Decides `permission` on `resource`: the last matching rule's action, or ask.
     pub fn evaluate(&self, permission: &str, resource: &str) -> Action {
         self.explain(permission, resource).action

@@ -726,3 +726,48 @@ async fn create_refused_when_a_dangling_link_appeared() {
     ));
     assert!(s.root().join("new.txt").is_symlink());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// The borrowed name of a path (what grep asks `read` on for each file) is the name
+    /// `name_of_real` builds, whenever it is given: inside and outside the root, at the root,
+    /// and for paths with `\`, `.`, `..`, empty segments or a trailing `/`.
+    #[test]
+    fn a_borrowed_name_equals_the_built_one(
+        pieces in proptest::collection::vec(
+            proptest::sample::select(&["a", "é", ".", "..", "", "b\\c", "x y"][..]), 0..6),
+        below in proptest::prelude::any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = LocationFs::new(dir.path()).unwrap();
+        let base = if below { fs.inner.root_str.clone() } else { "/elsewhere".to_owned() };
+        let text = std::iter::once(base.as_str()).chain(pieces.iter().copied()).collect::<Vec<_>>().join("/");
+        let path = Path::new(&text);
+        if let Some(name) = fs.plain_name_of_real(path) {
+            proptest::prop_assert_eq!(name, fs.name_of_real(path));
+        }
+        proptest::prop_assert_eq!(fs.with_name_of_real(path, str::to_owned), fs.name_of_real(path));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// A file an index lists below the root is named by its listed path, whenever that is
+    /// given, exactly as `name_of_real` names its real path.
+    #[test]
+    fn a_listed_name_equals_the_built_one(
+        names in proptest::collection::vec(
+            proptest::sample::select(&["a", "é", ".b", "..c", "d\\e", "x y", "f\ng", "..."][..]), 1..5),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = LocationFs::new(dir.path()).unwrap();
+        proptest::prop_assert!(fs.names_below(fs.root()));
+        let relative: PathBuf = names.iter().collect();
+        let built = fs.name_of_real(&fs.root().join(&relative));
+        if let Some(name) = LocationFs::listed_name(&relative) {
+            proptest::prop_assert_eq!(name, built);
+        }
+    }
+}

@@ -9,10 +9,15 @@ use std::time::Duration;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tackle_core::{AnyTool, CallIdentity, CancellationToken, Context, InvocationOutcome};
+use tackle_permission::{
+    Action, Approver, MemorySavedApprovals, PermissionRequest, PermissionService, Rule, RuleSource,
+    Ruleset, SavedApprovals,
+};
 
 use super::plan::{Plan, plan};
 use super::{IndexOptions, IndexStatus, SearchIndex};
 use crate::fs::LocationFs;
+use crate::gate::Gate;
 use crate::tools::{FileIndex, ToolEnv, search_tools};
 
 const PATHS: [&str; 9] = [
@@ -78,6 +83,8 @@ const TARGETS: [Option<&str>; 6] = [
     Some("a.txt"),
 ];
 const INCLUDES: [Option<&str>; 4] = [None, Some("*.txt"), Some("*.{rs,md}"), Some("d/**")];
+/// Patterns of `read` rules: files grep must leave out (and count) wherever it answers from.
+const READ_PATTERNS: [&str; 6] = ["*", "*.log", "d/*", "h/**", "*/g.rs", "a.txt"];
 const GLOBS: [&str; 6] = ["*.txt", "**/*.rs", "d/**", "*", "h/*.md", "**/c.*"];
 
 #[derive(Clone, Debug)]
@@ -177,14 +184,46 @@ fn start(root: &Path, store: &Path) -> SearchIndex {
     )
 }
 
-fn run(tree: &[(usize, Vec<usize>)], ops: &[Op]) -> Result<(), TestCaseError> {
+/// Nobody answers: the rules below allow every other question.
+struct NoOne;
+
+impl Approver for NoOne {
+    fn ask(&self, _request: &PermissionRequest) {}
+}
+
+/// Tools under `read` rules (everything else allowed), with an approval saved for `saved`.
+fn gated(fs: &LocationFs, reads: &[(usize, Action)], saved: Option<usize>) -> ToolEnv {
+    let approvals = Arc::new(MemorySavedApprovals::new());
+    if let Some(pattern) = saved {
+        approvals.save("p", "read", READ_PATTERNS[pattern]).unwrap();
+    }
+    let service = Arc::new(PermissionService::new("p", Arc::new(NoOne), approvals).unwrap());
+    let rules: Ruleset = std::iter::once(Rule::new("*", "*", Action::Allow, RuleSource::Default))
+        .chain(reads.iter().map(|(pattern, action)| {
+            Rule::new(
+                "read",
+                READ_PATTERNS[*pattern],
+                *action,
+                RuleSource::Default,
+            )
+        }))
+        .collect();
+    ToolEnv::new(fs.clone()).with_gate(Gate::new(service, move |_| rules.clone()))
+}
+
+fn run(
+    tree: &[(usize, Vec<usize>)],
+    ops: &[Op],
+    reads: &[(usize, Action)],
+    saved: Option<usize>,
+) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     for (path, words) in tree {
         write(&root, *path, words);
     }
     let fs = LocationFs::new(&root).unwrap();
-    let scan = ToolEnv::new(fs.clone());
+    let scan = gated(&fs, reads, saved);
     let store = tempfile::tempdir().unwrap();
     let mut index = start(&root, store.path());
     prop_assert!(index.wait_built(Duration::from_secs(10)));
@@ -208,7 +247,7 @@ fn run(tree: &[(usize, Vec<usize>)], ops: &[Op]) -> Result<(), TestCaseError> {
                 if let Some(include) = INCLUDES[*include] {
                     args["include"] = json!(include);
                 }
-                let indexed = ToolEnv::new(fs.clone()).with_index(Arc::new(index.clone()));
+                let indexed = gated(&fs, reads, saved).with_index(Arc::new(index.clone()));
                 let from_index = call(&indexed, "grep", args.clone());
                 let from_scan = call(&scan, "grep", args.clone());
                 prop_assert_eq!(from_index, from_scan, "{}", args);
@@ -218,7 +257,7 @@ fn run(tree: &[(usize, Vec<usize>)], ops: &[Op]) -> Result<(), TestCaseError> {
                 if let Some(target) = TARGETS[*target] {
                     args["path"] = json!(target);
                 }
-                let indexed = ToolEnv::new(fs.clone()).with_index(Arc::new(index.clone()));
+                let indexed = gated(&fs, reads, saved).with_index(Arc::new(index.clone()));
                 let from_index = call(&indexed, "glob", args.clone());
                 let from_scan = call(&scan, "glob", args.clone());
                 prop_assert_eq!(from_index, from_scan, "{}", args);
@@ -239,8 +278,13 @@ proptest! {
     fn grep_and_glob_from_the_index_equal_a_scan_after_any_edits(
         tree in prop::collection::vec((0..PATHS.len(), content()), 0..9),
         ops in prop::collection::vec(op(), 1..24),
+        reads in prop::collection::vec(
+            (0..READ_PATTERNS.len(), prop::sample::select(&[Action::Allow, Action::Ask, Action::Deny][..])),
+            0..3,
+        ),
+        saved in prop::option::of(0..READ_PATTERNS.len()),
     ) {
-        run(&tree, &ops)?;
+        run(&tree, &ops, &reads, saved)?;
     }
 }
 
@@ -258,13 +302,14 @@ fn an_edit_that_adds_a_match_is_found_by_the_next_call_from_the_index() {
         IndexStatus::Ready { files: 1, .. }
     ));
     let listed = |pattern: &str| {
-        let mut files: Vec<(String, bool)> = index
-            .grep_files(&root, pattern)
-            .unwrap()
-            .into_iter()
+        let listed = index.grep_files(&root, pattern).unwrap();
+        let mut files: Vec<(String, bool)> = listed
+            .files
+            .iter()
             .map(|file| {
+                let path = listed.base.join(listed.path(file));
                 (
-                    file.path.strip_prefix(&root).unwrap().display().to_string(),
+                    path.strip_prefix(&root).unwrap().display().to_string(),
                     file.search,
                 )
             })

@@ -9,13 +9,14 @@
 use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use ignore::WalkState;
 use rustc_hash::FxHashMap;
 
 use super::plan::{Plan, trigram};
+use crate::tools::IndexedFile;
 use crate::tools::walk::{self, Boundary};
 
 /// Files larger than this are not indexed: they are searched on every call.
@@ -59,15 +60,35 @@ pub(super) struct FileRecord {
     pub(super) kind: Kind,
 }
 
-/// One file of a directory the index answers for.
-#[derive(Clone, Debug)]
-pub(crate) struct Listed {
-    /// The path below the Location root.
-    pub(crate) relative: PathBuf,
-    /// Whether it must be searched: it may match, or it is not indexed.
-    pub(crate) search: bool,
-    /// Whether it is binary (known without searching it).
-    pub(crate) binary: bool,
+/// The live files in path order, flattened for calls; built again after a change.
+struct Listing {
+    paths: Arc<[PathBuf]>,
+    ids: Vec<u32>,
+}
+
+impl Listing {
+    /// The listing in `slot`, built from `by_path` when a change dropped it.
+    fn of<'a>(slot: &'a mut Option<Listing>, by_path: &BTreeMap<PathBuf, u32>) -> &'a Listing {
+        slot.get_or_insert_with(|| {
+            let (paths, ids): (Vec<PathBuf>, Vec<u32>) =
+                by_path.iter().map(|(path, id)| (path.clone(), *id)).unzip();
+            Listing {
+                paths: paths.into(),
+                ids,
+            }
+        })
+    }
+
+    /// The positions of the files at or below the directory `relative`.
+    fn below(&self, relative: &Path) -> std::ops::Range<usize> {
+        if relative.as_os_str().is_empty() {
+            return 0..self.paths.len();
+        }
+        // Paths sort by component, as the map does: a directory's files are contiguous.
+        let start = self.paths.partition_point(|path| path.as_path() < relative);
+        let len = self.paths[start..].partition_point(|path| path.starts_with(relative));
+        start..start + len
+    }
 }
 
 /// One posting list: delta-encoded varint ids.
@@ -128,6 +149,8 @@ pub(crate) struct Tree {
     pub(super) postings: FxHashMap<u32, Postings>,
     pub(super) posting_bytes: usize,
     pub(crate) inexact: Option<Inexact>,
+    /// The files in path order, once a call asked since the last change.
+    listing: Option<Listing>,
 }
 
 /// What a walker thread found for one file.
@@ -149,6 +172,7 @@ impl Tree {
             postings: FxHashMap::default(),
             posting_bytes: 0,
             inexact: None,
+            listing: None,
         }
     }
 
@@ -177,7 +201,8 @@ impl Tree {
             .keys()
             .map(|path| path.as_os_str().len() * 2 + 96)
             .sum();
-        self.posting_bytes + self.postings.len() * 48 + paths + self.files.len() * 8
+        // The listing holds each path a second time.
+        self.posting_bytes + self.postings.len() * 48 + paths * 2 + self.files.len() * 12
     }
 
     /// Walks the directory `relative` (with its parents' ignore rules) and indexes what it finds:
@@ -291,6 +316,7 @@ impl Tree {
 
     fn insert(&mut self, file: Found) {
         self.remove_file(&file.relative);
+        self.listing = None;
         let id = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
         for trigram in &file.trigrams {
             let postings = self.postings.entry(*trigram).or_default();
@@ -308,6 +334,7 @@ impl Tree {
     fn remove_file(&mut self, relative: &Path) {
         if let Some(id) = self.by_path.remove(relative) {
             self.files[id as usize] = None;
+            self.listing = None;
         }
     }
 
@@ -422,44 +449,54 @@ impl Tree {
         self.dirs.contains(relative)
     }
 
-    /// The files at or below the directory `relative`, in path order, each marked with whether
-    /// it must be searched for `plan`.
-    pub(crate) fn list(&self, relative: &Path, plan: &Plan) -> Vec<Listed> {
+    /// Every live file's path below the root, in path order (shared between calls), and the
+    /// files at or below the directory `relative` among them, each marked with whether it must
+    /// be searched for `plan` (it may match, or it is not indexed).
+    pub(crate) fn list(
+        &mut self,
+        relative: &Path,
+        plan: &Plan,
+    ) -> (Arc<[PathBuf]>, Vec<IndexedFile>) {
         let candidates = self.evaluate(plan);
-        self.by_path
-            .range(relative.to_path_buf()..)
-            .take_while(|(path, _)| path.starts_with(relative))
-            .filter_map(|(path, id)| {
-                let record = self.files[*id as usize].as_ref()?;
-                let search = match record.kind {
+        let listing = Listing::of(&mut self.listing, &self.by_path);
+        let files = listing
+            .below(relative)
+            .map(|at| {
+                let id = listing.ids[at];
+                let kind = self.files[id as usize]
+                    .as_ref()
+                    .map_or(Kind::Live, |record| record.kind);
+                let search = match kind {
                     Kind::Live => true,
                     Kind::Binary => false,
                     Kind::Text => candidates
                         .as_ref()
-                        .is_none_or(|bits| bits[(*id / 64) as usize] & (1 << (*id % 64)) != 0),
+                        .is_none_or(|bits| bits[(id / 64) as usize] & (1 << (id % 64)) != 0),
                 };
-                Some(Listed {
-                    relative: path.clone(),
+                IndexedFile {
+                    at: at as u32,
                     search,
-                    binary: record.kind == Kind::Binary,
-                })
+                    binary: kind == Kind::Binary,
+                }
             })
-            .collect()
+            .collect();
+        (listing.paths.clone(), files)
     }
 
     /// Calls `visit` with each file at or below the directory `relative`: its path below that
     /// directory and its modification time.
-    pub(crate) fn each_file(&self, relative: &Path, visit: &mut dyn FnMut(&Path, SystemTime)) {
-        for (path, id) in self
-            .by_path
-            .range(relative.to_path_buf()..)
-            .take_while(|(path, _)| path.starts_with(relative))
-        {
-            if let Some(record) = &self.files[*id as usize] {
-                visit(
-                    path.strip_prefix(relative).unwrap_or(path),
-                    record.fingerprint.modified,
-                );
+    pub(crate) fn each_file(&mut self, relative: &Path, visit: &mut dyn FnMut(&Path, SystemTime)) {
+        let listing = Listing::of(&mut self.listing, &self.by_path);
+        let whole = relative.as_os_str().is_empty();
+        for at in listing.below(relative) {
+            let path = &listing.paths[at];
+            if let Some(record) = &self.files[listing.ids[at] as usize] {
+                let below = if whole {
+                    path.as_path()
+                } else {
+                    path.strip_prefix(relative).unwrap_or(path)
+                };
+                visit(below, record.fingerprint.modified);
             }
         }
     }

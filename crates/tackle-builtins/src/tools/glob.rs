@@ -204,11 +204,11 @@ impl Matcher {
         })
     }
 
-    /// Whether the file at `relative`, its path below the searched directory, matches.
+    /// Whether the file at `relative`, its path below the searched directory (a plain one, as
+    /// an index lists it), matches.
     fn is_match_below(&self, relative: &Path) -> bool {
         if self.name_only {
-            relative
-                .file_name()
+            last_name(relative)
                 .is_some_and(|name| self.glob.is_match_candidate(&Candidate::new(name)))
         } else {
             !relative.as_os_str().is_empty()
@@ -247,6 +247,21 @@ fn below<'p>(root: &Path, path: &'p Path) -> Option<&'p Path> {
 #[cfg(not(unix))]
 fn below<'p>(root: &Path, path: &'p Path) -> Option<&'p Path> {
     path.strip_prefix(root).ok()
+}
+
+/// The last name of `path`, a plain relative path (no `.` or `..` segment, no trailing `/`):
+/// what [`Path::file_name`] gives, found without splitting the path into components.
+#[cfg(unix)]
+fn last_name(path: &Path) -> Option<&std::ffi::OsStr> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let name = bytes.rsplit(|&byte| byte == b'/').next()?;
+    (!name.is_empty()).then(|| std::ffi::OsStr::from_bytes(name))
+}
+
+#[cfg(not(unix))]
+fn last_name(path: &Path) -> Option<&std::ffi::OsStr> {
+    path.file_name()
 }
 
 /// One matching file. Orders best first: newest, then by path.

@@ -11,9 +11,12 @@ use tackle_core::Context;
 use tackle_core::names::Permission;
 
 use super::ToolEnv;
-use crate::gate::{Ask, GateJudgment};
+use crate::gate::Ask;
+#[cfg(any(feature = "search", feature = "lsp"))]
+use crate::gate::GatePermissionJudgment;
 
 /// The question `read` asks before showing the file named `name` (its display name).
+#[cfg(any(feature = "fs", feature = "lsp"))]
 pub(crate) fn read_ask(name: &str) -> Ask {
     Ask::new(Permission::READ.as_str(), [name])
 }
@@ -22,7 +25,8 @@ pub(crate) fn read_ask(name: &str) -> Ask {
 #[cfg(any(feature = "search", feature = "lsp"))]
 #[derive(Clone, Debug)]
 pub(crate) struct Readable {
-    judgment: GateJudgment,
+    /// The `read` permission's rules, picked out once for the call.
+    judgment: GatePermissionJudgment,
     env: ToolEnv,
     cx: Context,
 }
@@ -32,7 +36,10 @@ impl Readable {
     /// The decision for the call in `cx`, under its agent's rules and the approvals saved now.
     pub(crate) fn new(env: &ToolEnv, cx: &Context) -> Self {
         Self {
-            judgment: env.gate.judgment(cx),
+            judgment: env
+                .gate
+                .judgment(cx)
+                .of_permission(Permission::READ.as_str()),
             env: env.clone(),
             cx: cx.clone(),
         }
@@ -66,11 +73,32 @@ impl Readable {
         self.shows_real(real)
     }
 
+    /// Like [`shows_real_path`](Self::shows_real_path), for the file at `real` that an index
+    /// lists at `relative` below the Location root (the caller checked
+    /// [`LocationFs::names_below`](crate::fs::LocationFs::names_below) for the index's base):
+    /// its name is `relative` itself, with no path to take apart.
+    #[cfg(feature = "search")]
+    pub(crate) fn shows_listed(&self, real: &Path, relative: &Path) -> bool {
+        match crate::fs::LocationFs::listed_name(relative) {
+            Some(name) => !self.env.foreign_output(&self.cx, real) && self.judgment.allows(name),
+            None => self.shows_real(real),
+        }
+    }
+
+    /// Whether the names of files an index lists below `base` are their paths below it.
+    #[cfg(feature = "search")]
+    pub(crate) fn names_below(&self, base: &Path) -> bool {
+        self.env.fs.names_below(base)
+    }
+
+    /// The question is [`read_ask`]'s, decided without building it: one name, no allocation
+    /// for a name in normal form.
     fn shows_real(&self, real: &Path) -> bool {
         !self.env.foreign_output(&self.cx, real)
             && self
-                .judgment
-                .allows(&read_ask(&self.env.fs.name_of_real(real)))
+                .env
+                .fs
+                .with_name_of_real(real, |name| self.judgment.allows(name))
     }
 }
 

@@ -931,3 +931,94 @@ fn concurrent_asks_on_a_runtime() {
     });
     assert!(service.pending().is_empty());
 }
+
+fn judgment_cases() -> u32 {
+    if std::env::var("TACKLE_DEEP").as_deref() == Ok("1") {
+        4096
+    } else {
+        256
+    }
+}
+
+/// A rule pattern a user could write for files: globs with `*` and `**`, `*.env`, a home `~`,
+/// absolute and relative paths.
+fn file_pattern() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    const PIECES: &[&str] = &[
+        "*", "**", "*.env", ".env", "src", "/", "a", "b.rs", "?", ".", "..", "~", "/home/u", "é",
+        "\\",
+    ];
+    prop::collection::vec(prop::sample::select(PIECES), 0..6).prop_map(|parts| {
+        let joined = parts.concat();
+        crate::Pattern::expand_home(&joined, Some("/home/u")).into_owned()
+    })
+}
+
+/// A path a tool could ask about: Location-relative, absolute or under the home.
+fn asked_path() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    const PIECES: &[&str] = &[
+        "src",
+        "a",
+        "b.rs",
+        ".env",
+        "x.env",
+        ".env.example",
+        "/",
+        "/home/u/",
+        "..",
+        ".",
+        "é",
+        "\\",
+        " ",
+    ];
+    prop::collection::vec(prop::sample::select(PIECES), 0..7).prop_map(|parts| parts.concat())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(judgment_cases()))]
+
+    /// The judgment of one permission, decided per resource without allocating, gives the
+    /// verdict `ask` reaches before it asks, for random rule sets (allow, ask and deny, the
+    /// user's, a preset's and a project's), random saved approvals and random paths.
+    #[test]
+    fn a_judgment_of_one_permission_decides_as_ask_does(
+        configured in proptest::collection::vec(
+            (0usize..4, file_pattern(), 0usize..3, 0usize..3), 0..10),
+        saved in proptest::collection::vec((0usize..4, file_pattern()), 0..4),
+        asked in proptest::collection::vec((0usize..3, asked_path()), 1..12),
+    ) {
+        const PERMISSIONS: [&str; 4] = ["read", "*", "re*", "edit"];
+        const ACTIONS: [Action; 3] = [Action::Allow, Action::Ask, Action::Deny];
+        let configured: Ruleset = configured
+            .iter()
+            .map(|(permission, pattern, action, source)| {
+                let source = match source {
+                    0 => RuleSource::Default,
+                    1 => RuleSource::Config { key: "permission.read".to_owned() },
+                    _ => RuleSource::Project { key: "permission.read".to_owned() },
+                };
+                Rule::new(PERMISSIONS[*permission], pattern, ACTIONS[*action], source)
+            })
+            .collect();
+        let approved: Ruleset = saved
+            .iter()
+            .map(|(permission, pattern)| saved_rule(PERMISSIONS[*permission], pattern))
+            .collect();
+        let judgment = Judgment { configured: configured.clone(), approved: approved.clone() };
+        for (permission, path) in &asked {
+            let permission = ["read", "edit", "reads"][*permission];
+            let expected = match decide_on(&configured, &approved, permission, std::slice::from_ref(path)) {
+                Verdict::Allow => Standing::Allowed,
+                Verdict::Ask => Standing::WouldAsk,
+                Verdict::Deny(_) => Standing::Denied,
+            };
+            proptest::prop_assert_eq!(judgment.standing(permission, path), expected);
+            proptest::prop_assert_eq!(
+                judgment.of_permission(permission).standing(path),
+                expected,
+                "{} on {:?}", permission, path
+            );
+        }
+    }
+}

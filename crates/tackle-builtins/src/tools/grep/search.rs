@@ -21,7 +21,7 @@ use ignore::gitignore::GitignoreBuilder;
 use ignore::{WalkBuilder, WalkState};
 
 use super::matcher::LineMatcher;
-use crate::tools::IndexedFile;
+use crate::tools::IndexedFiles;
 use crate::tools::readable::{Readable, RealDirs};
 use crate::tools::walk::{self, Boundary};
 
@@ -85,6 +85,9 @@ pub(super) struct Found {
     pub(super) stopped: bool,
 }
 
+/// Files a thread of a listed search takes at a time.
+const BLOCK: usize = 64;
+
 /// The state the walker threads share.
 struct Shared {
     limit: usize,
@@ -92,6 +95,31 @@ struct Shared {
     searched: AtomicUsize,
     unreadable: AtomicUsize,
     withheld: AtomicUsize,
+    /// Binary files counted without being searched (an index knew them).
+    binary_known: AtomicUsize,
+}
+
+impl Shared {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            best: Mutex::new(Best::default()),
+            searched: AtomicUsize::new(0),
+            unreadable: AtomicUsize::new(0),
+            withheld: AtomicUsize::new(0),
+            binary_known: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// What one thread counted, added to the shared counts when it ends: threads share no
+/// counter per file.
+#[derive(Default)]
+struct Tally {
+    searched: usize,
+    unreadable: usize,
+    withheld: usize,
+    binary_known: usize,
 }
 
 #[derive(Default)]
@@ -124,19 +152,13 @@ impl Best {
 /// Runs the search. `stop` is polled for every entry and every match; once it returns true the
 /// walk quits and what was found so far comes back with `stopped` set.
 pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
-    let shared = Shared {
-        limit: query.limit,
-        best: Mutex::new(Best::default()),
-        searched: AtomicUsize::new(0),
-        unreadable: AtomicUsize::new(0),
-        withheld: AtomicUsize::new(0),
-    };
+    let shared = Shared::new(query.limit);
     let boundary = query.boundary.clone();
     let stopped = std::sync::atomic::AtomicBool::new(false);
     let walker = walker(&query, &boundary).build_parallel();
 
     walker.run(|| {
-        let mut worker = Worker::new(&query);
+        let mut worker = Worker::new(&query, &shared);
         let shared = &shared;
         let query = &query;
         let stopped = &stopped;
@@ -157,14 +179,10 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            if worker.visit(
-                query,
-                shared,
-                entry.path(),
-                entry.path_is_symlink(),
-                None,
-                stop,
-            ) {
+            let origin = Origin::Walked {
+                is_link: entry.path_is_symlink(),
+            };
+            if worker.visit(query, entry.path(), origin, stop) {
                 stopped.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
@@ -174,38 +192,57 @@ pub(super) fn search(query: Query, stop: &(dyn Fn() -> bool + Sync)) -> Found {
     finish(shared, &boundary, stopped.into_inner())
 }
 
-/// Runs the search over `files`, what a walk of the root would find as an index listed them:
+/// Runs the search over `listed`, what a walk of the root would find as an index listed it:
 /// each file the index says cannot match is only counted (as binary when it is), every other
-/// one is searched as a walk's would be. The result equals [`search`]'s.
+/// one is searched as a walk's would be. The threads take the files a block at a time, so a
+/// slow part of the list does not hold up the rest. The result equals [`search`]'s.
 pub(super) fn search_listed(
     query: Query,
-    files: Vec<IndexedFile>,
+    listed: IndexedFiles,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Found {
-    let shared = Shared {
-        limit: query.limit,
-        best: Mutex::new(Best::default()),
-        searched: AtomicUsize::new(0),
-        unreadable: AtomicUsize::new(0),
-        withheld: AtomicUsize::new(0),
-    };
+    let shared = Shared::new(query.limit);
     let stopped = std::sync::atomic::AtomicBool::new(false);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunk = files.len().div_ceil(threads).max(1);
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(listed.files.len().div_ceil(BLOCK))
+        .max(1);
+    // Names are the listed paths themselves when they lie below the Location root.
+    let named = query.readable.names_below(&listed.base);
     std::thread::scope(|scope| {
-        for part in files.chunks(chunk) {
-            let (query, shared, stopped) = (&query, &shared, &stopped);
+        for _ in 0..threads {
+            let (query, shared, stopped, next, listed) =
+                (&query, &shared, &stopped, &next, &listed);
             scope.spawn(move || {
-                let mut worker = Worker::new(query);
-                for file in part {
+                let mut worker = Worker::new(query, shared);
+                let mut path = listed.base.clone();
+                loop {
+                    let start = next.fetch_add(BLOCK, Ordering::Relaxed);
+                    let end = (start + BLOCK).min(listed.files.len());
+                    let Some(block) = listed.files.get(start..end).filter(|b| !b.is_empty()) else {
+                        return;
+                    };
+                    // Polled once a block: a searched file polls again at each match.
                     if stopped.load(Ordering::Relaxed) || stop() {
                         stopped.store(true, Ordering::Relaxed);
                         return;
                     }
-                    let known = Some((file.search, file.binary));
-                    if worker.visit(query, shared, &file.path, false, known, stop) {
-                        stopped.store(true, Ordering::Relaxed);
-                        return;
+                    for file in block {
+                        let relative = listed.path(file);
+                        let buffer = path.as_mut_os_string();
+                        buffer.clear();
+                        buffer.push(&listed.base);
+                        path.push(relative);
+                        let origin = Origin::Listed {
+                            relative: named.then_some(relative),
+                            search: file.search,
+                            binary: file.binary,
+                        };
+                        if worker.visit(query, &path, origin, stop) {
+                            stopped.store(true, Ordering::Relaxed);
+                            return;
+                        }
                     }
                 }
             });
@@ -214,15 +251,31 @@ pub(super) fn search_listed(
     finish(shared, &query.boundary, stopped.into_inner())
 }
 
+/// How a search came to a file.
+#[derive(Clone, Copy)]
+enum Origin<'a> {
+    /// A walk found it; `is_link` when its entry is a symlink.
+    Walked { is_link: bool },
+    /// An index listed it (its path is real), with its path below the Location root when that
+    /// is its name, and whether it must be searched and is binary.
+    Listed {
+        relative: Option<&'a Path>,
+        search: bool,
+        binary: bool,
+    },
+}
+
 /// What one thread of a search keeps between files.
-struct Worker {
+struct Worker<'s> {
     searcher: Searcher,
     matcher: LineMatcher,
     dirs: RealDirs,
+    shared: &'s Shared,
+    tally: Tally,
 }
 
-impl Worker {
-    fn new(query: &Query) -> Self {
+impl<'s> Worker<'s> {
+    fn new(query: &Query, shared: &'s Shared) -> Self {
         Self {
             searcher: SearcherBuilder::new()
                 .binary_detection(BinaryDetection::quit(b'\0'))
@@ -231,47 +284,68 @@ impl Worker {
                 .build(),
             matcher: query.matcher.clone(),
             dirs: RealDirs::default(),
+            shared,
+            tally: Tally::default(),
         }
     }
 
-    /// Searches the file at `path`, or with `known` (an index's word that it need not be
-    /// searched, and whether it is binary) only counts it. True when the search must stop.
+    /// Searches the file at `path`, or, when an index said it need not be searched, only
+    /// counts it. True when the search must stop.
     fn visit(
         &mut self,
         query: &Query,
-        shared: &Shared,
         path: &Path,
-        is_link: bool,
-        known: Option<(bool, bool)>,
+        origin: Origin<'_>,
         stop: &(dyn Fn() -> bool + Sync),
     ) -> bool {
         if !included(query, path) {
             return false;
         }
-        let shown = match known {
-            Some(_) => query.readable.shows_real_path(path),
-            None => query.readable.shows_found(&mut self.dirs, path, is_link),
+        let shown = match origin {
+            Origin::Walked { is_link } => query.readable.shows_found(&mut self.dirs, path, is_link),
+            Origin::Listed {
+                relative: Some(relative),
+                ..
+            } => query.readable.shows_listed(path, relative),
+            Origin::Listed { relative: None, .. } => query.readable.shows_real_path(path),
         };
         if !shown {
-            shared.withheld.fetch_add(1, Ordering::Relaxed);
+            self.tally.withheld += 1;
             return false;
         }
-        shared.searched.fetch_add(1, Ordering::Relaxed);
-        if let Some((false, binary)) = known {
-            if binary {
-                shared.best.lock().unwrap_or_else(|e| e.into_inner()).binary += 1;
-            }
+        self.tally.searched += 1;
+        if let Origin::Listed {
+            search: false,
+            binary,
+            ..
+        } = origin
+        {
+            self.tally.binary_known += usize::from(binary);
             return false;
         }
-        let mut sink = FileSink::new(shared, path, stop);
+        let mut sink = FileSink::new(self.shared, path, stop);
         let searched = self.searcher.search_path(&self.matcher, path, &mut sink);
         if searched.is_err() && !sink.stopped {
-            shared.unreadable.fetch_add(1, Ordering::Relaxed);
+            self.tally.unreadable += 1;
             return false;
         }
         let quit = sink.stopped;
         sink.finish();
         quit
+    }
+}
+
+impl Drop for Worker<'_> {
+    fn drop(&mut self) {
+        let (shared, tally) = (self.shared, &self.tally);
+        shared.searched.fetch_add(tally.searched, Ordering::Relaxed);
+        shared
+            .unreadable
+            .fetch_add(tally.unreadable, Ordering::Relaxed);
+        shared.withheld.fetch_add(tally.withheld, Ordering::Relaxed);
+        shared
+            .binary_known
+            .fetch_add(tally.binary_known, Ordering::Relaxed);
     }
 }
 
@@ -283,7 +357,7 @@ fn finish(shared: Shared, boundary: &Boundary, stopped: bool) -> Found {
         total: best.total,
         files: best.files,
         searched: shared.searched.into_inner(),
-        binary: best.binary,
+        binary: best.binary + shared.binary_known.into_inner(),
         unreadable: shared.unreadable.into_inner(),
         withheld: shared.withheld.into_inner(),
         outside_links: boundary.refused(),
