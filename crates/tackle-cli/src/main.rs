@@ -20,7 +20,7 @@ mod serve_trust;
 mod trust;
 
 use tackle_host::config;
-use tackle_host::{Approvals, Host, HostBuilder, TurnSpec};
+use tackle_host::{Approvals, Host, HostBuilder, JournalOpening, TurnSpec};
 
 /// The version and the commit the binary was built from (`-modified` when the work tree had
 /// uncommitted changes).
@@ -203,10 +203,19 @@ enum ConfigAction {
 
 fn main() -> ExitCode {
     let mut cli = Cli::try_parse().unwrap_or_else(|error| error.exit());
-    if let Command::Call { .. } = &cli.command {
-        // A one-shot call: its output check finds the meta-schema compiled meanwhile.
-        tackle_core::prepare_output_checks();
-    }
+    // A one-shot call: its output check finds the meta-schema compiled meanwhile, and the host
+    // finds its journal open.
+    let journal = match &cli.command {
+        Command::Call { .. } => {
+            tackle_core::prepare_output_checks();
+            cli.global
+                .data_dir
+                .clone()
+                .or_else(tackle_host::default_data_dir)
+                .map(|dir| JournalOpening::start(&dir))
+        }
+        _ => None,
+    };
     if let Err(error) = serve::init_logging(cli.global.log_file.as_deref()) {
         return operational(error);
     }
@@ -279,7 +288,7 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return operational(anyhow::Error::new(error).context("cannot start")),
     };
-    let result = runtime.block_on(run(cli, root, config));
+    let result = runtime.block_on(run(cli, root, config, journal));
     if serving {
         // `serve` has stopped and released everything it started; what is left is a thread
         // blocked reading stdin (when a signal ended it), which must not delay the exit.
@@ -372,6 +381,7 @@ fn open_host(
     approvals: Approvals,
     calls: Option<tackle_mcp::ClientCalls>,
     long_lived: bool,
+    journal: Option<JournalOpening>,
 ) -> anyhow::Result<Host> {
     // A host that ends with one call keeps no background jobs and, unless the configuration
     // asks for them, takes no snapshots.
@@ -385,6 +395,9 @@ fn open_host(
     if let Some(calls) = calls {
         builder = builder.elicit_from(calls);
     }
+    if let Some(journal) = journal {
+        builder = builder.journal_opening(journal);
+    }
     let host = builder.build()?;
     print_warnings(&host);
     Ok(host)
@@ -397,7 +410,12 @@ fn print_warnings(host: &Host) {
     }
 }
 
-async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<ExitCode> {
+async fn run(
+    cli: Cli,
+    root: PathBuf,
+    config: config::Config,
+    journal: Option<JournalOpening>,
+) -> anyhow::Result<ExitCode> {
     let Global {
         root: _,
         agent,
@@ -465,7 +483,15 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
                 spec: spec(None),
             };
             tracing::info!(pid = std::process::id(), "tackle serve started");
-            let host = open_host(root, data_dir, config, approvals, Some(calls.clone()), true)?;
+            let host = open_host(
+                root,
+                data_dir,
+                config,
+                approvals,
+                Some(calls.clone()),
+                true,
+                None,
+            )?;
             host.supervise_mcp().await;
             print_warnings(&host);
             host.turn(&reopen.spec)?;
@@ -541,7 +567,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             force,
         } => {
             let approvals = approve::no_one_to_ask("`undo` asks nothing");
-            let host = open_host(root, data_dir, config, approvals, None, false)?;
+            let host = open_host(root, data_dir, config, approvals, None, false, None)?;
             let target = match (call, since, message) {
                 (Some(call), ..) => tackle_host::UndoTarget::Call(call),
                 (None, Some(since), _) => tackle_host::UndoTarget::Since(since),
@@ -562,7 +588,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
         }
         Command::History { limit } => {
             let approvals = approve::no_one_to_ask("`history` asks nothing");
-            let host = open_host(root, data_dir, config, approvals, None, false)?;
+            let host = open_host(root, data_dir, config, approvals, None, false, None)?;
             let entries = match &session {
                 Some(session) => host.history(session)?,
                 None => host.recent_history(limit)?,
@@ -600,7 +626,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
         }
         Command::Sessions => {
             let approvals = approve::no_one_to_ask("`sessions` asks nothing");
-            let host = open_host(root, data_dir, config, approvals, None, false)?;
+            let host = open_host(root, data_dir, config, approvals, None, false, None)?;
             let mut lines: Vec<String> = host
                 .sessions()?
                 .into_iter()
@@ -628,7 +654,7 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             let approvals = approve::no_one_to_ask("`tools` asks nothing");
             // The same host `call` or `serve` opens, so the list is what that front end takes.
             let long_lived = front_end == FrontEnd::Serve;
-            let host = open_host(root, data_dir, config, approvals, None, long_lived)?;
+            let host = open_host(root, data_dir, config, approvals, None, long_lived, None)?;
             host.connect_mcp().await;
             print_warnings(&host);
             let turn = host.turn(&spec(provider))?;
@@ -667,10 +693,13 @@ async fn run(cli: Cli, root: PathBuf, config: config::Config) -> anyhow::Result<
             } else {
                 approve::no_one_to_ask("this run is non-interactive")
             };
-            let host = open_host(root, data_dir, config, approvals, None, false)?;
+            let host = open_host(root, data_dir, config, approvals, None, false, journal)?;
             host.connect_mcp().await;
             print_warnings(&host);
             let turn = host.turn(&spec(provider))?;
+            if let Some(tool) = turn.get(&name) {
+                tool.definition().prepare_output_check();
+            }
             // Ctrl-C cancels the call: it settles as interrupted, never as a result.
             let cancel = CancellationToken::new();
             let on_interrupt = cancel.clone();

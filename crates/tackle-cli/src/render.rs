@@ -99,7 +99,7 @@ pub(crate) fn tools_json(turn: &Turn) -> anyhow::Result<String> {
             json!({
                 "name": tool.name(),
                 "description": &*definition.description,
-                "inputSchema": &*definition.input_schema(),
+                "inputSchema": definition.input_schema(),
             })
         })
         .collect();

@@ -217,6 +217,7 @@ impl LiveHost {
             reopen.approvals.clone(),
             Some(reopen.calls.clone()),
             true,
+            None,
         )?;
         host.supervise_mcp().await;
         crate::print_warnings(&host);

@@ -341,6 +341,11 @@ impl SchemaInfo {
         })
     }
 
+    /// Generates the schema and compiles its validator now, when not done yet.
+    pub(crate) fn prepare_check(&self) {
+        self.validator();
+    }
+
     /// The compiled validator, compiled now if this is its first use.
     fn validator(&self) -> &jsonschema::Validator {
         self.validator

@@ -214,7 +214,7 @@ pub fn export_tool(
         path: incompat.path,
         reason: incompat.reason,
     };
-    let mut input = lower_schema(provider, &definition.input_schema()).map_err(error)?;
+    let mut input = lower_schema(provider, definition.input_schema()).map_err(error)?;
     if provider == Provider::Mcp {
         mcp_top(&mut input).map_err(error)?;
     }
@@ -250,7 +250,7 @@ pub fn export_tool(
                 "description": description,
                 "inputSchema": input,
             });
-            let output = lower_schema(Provider::Mcp, &definition.output_schema())
+            let output = lower_schema(Provider::Mcp, definition.output_schema())
                 .unwrap_or_else(|_| (**definition.output_schema()).clone());
             if is_object_schema(&output) {
                 tool["outputSchema"] = output;

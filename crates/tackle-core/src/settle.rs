@@ -304,7 +304,7 @@ impl<'a> Settle<'a> {
             ..PhaseTimings::default()
         };
         let arguments = match dialect {
-            Some(dialect) => restore_arguments(dialect, &definition.input_schema(), arguments),
+            Some(dialect) => restore_arguments(dialect, definition.input_schema(), arguments),
             None => arguments,
         };
         let cx = cx.for_settlement(turn);

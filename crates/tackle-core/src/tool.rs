@@ -97,6 +97,18 @@ impl ToolDefinition {
         self.input.summary()
     }
 
+    /// Generates the output schema and compiles its check on a thread of its own, so a call
+    /// about to be settled finds them ready. For a process that settles one call; a long-lived
+    /// one prepares them at its first call of the tool, as it would anyway.
+    pub fn prepare_output_check(&self) {
+        let output = self.output.clone();
+        let spawned = std::thread::Builder::new()
+            .name("tackle-output-check".to_owned())
+            .spawn(move || output.prepare_check());
+        // Without the thread, the check is prepared when it is first needed.
+        drop(spawned);
+    }
+
     /// True when a turn for `provider` may offer this tool. With no provider chosen, every tool
     /// may be offered.
     pub fn serves_provider(&self, provider: Option<&str>) -> bool {

@@ -47,6 +47,48 @@ pub struct HostBuilder {
     background_jobs: bool,
     snapshots: bool,
     search_index: bool,
+    journal_opening: Option<JournalOpening>,
+}
+
+/// The journal of a data directory, opening on a thread of its own: a process that settles one
+/// call starts it first, so SQLite reads its schema while the process reads its configuration.
+/// Hand it to [`HostBuilder::journal_opening`].
+#[derive(Debug)]
+pub struct JournalOpening {
+    path: PathBuf,
+    opening: std::thread::JoinHandle<Result<SqliteJournal, tackle_core::JournalError>>,
+}
+
+impl JournalOpening {
+    /// Starts opening the journal of `data_dir` (created when missing).
+    pub fn start(data_dir: &Path) -> Self {
+        let path = journal_path(data_dir);
+        let opening = {
+            let path = path.clone();
+            std::thread::spawn(move || SqliteJournal::open(&path))
+        };
+        Self { path, opening }
+    }
+
+    /// The journal at `path`: this one when it is for `path`, else opened now.
+    fn open(
+        opening: Option<Self>,
+        path: &Path,
+    ) -> Result<SqliteJournal, tackle_core::JournalError> {
+        match opening.filter(|opening| opening.path == path) {
+            // A thread that panicked leaves nothing open: open it here, as without a head start.
+            Some(opening) => opening
+                .opening
+                .join()
+                .unwrap_or_else(|_| SqliteJournal::open(path)),
+            None => SqliteJournal::open(path),
+        }
+    }
+}
+
+/// Where a data directory keeps the journal.
+fn journal_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("journal.sqlite3")
 }
 
 impl HostBuilder {
@@ -69,6 +111,7 @@ impl HostBuilder {
             background_jobs: true,
             snapshots: true,
             search_index: true,
+            journal_opening: None,
         }
     }
 
@@ -105,6 +148,13 @@ impl HostBuilder {
     /// Uses `config` instead of reading the configuration files.
     pub fn config(mut self, config: Config) -> Self {
         self.config = Some(config);
+        self
+    }
+
+    /// Uses the journal `opening` started, when it is the journal of this host's data
+    /// directory (else it is dropped and the journal opened as usual).
+    pub fn journal_opening(mut self, opening: JournalOpening) -> Self {
+        self.journal_opening = Some(opening);
         self
     }
 
@@ -202,11 +252,10 @@ impl HostBuilder {
             let spool_dir = spool_dir.clone();
             std::thread::spawn(move || bash::sweep_spools(&spool_dir, bash::SPOOL_MAX_AGE));
         }
-        let journal_path = data_dir.join("journal.sqlite3");
         // One connection for the file: the journal's, shared by the stores beside it. Rows and
         // session state are committed by its writer thread, off the calls' path; the host
         // flushes them when it persists or drops.
-        let journal = SqliteJournal::open(&journal_path)
+        let journal = JournalOpening::open(self.journal_opening, &journal_path(&data_dir))
             .map_err(HostError::store("journal"))?
             .acknowledging(Acknowledge::Queued);
         let approvals = SqliteSavedApprovals::beside(&journal);

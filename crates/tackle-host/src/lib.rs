@@ -56,7 +56,8 @@ pub use code::{
 pub use config::{Config, Model};
 pub use error::HostError;
 pub use host::{
-    Host, HostBuilder, SHUTDOWN_GRACE, TurnSpec, default_data_dir, index_summary, spool_dir,
+    Host, HostBuilder, JournalOpening, SHUTDOWN_GRACE, TurnSpec, default_data_dir, index_summary,
+    spool_dir,
 };
 pub use plugin::{Plugin, PluginScope};
 pub use policy::{Hook, HookGuard, Hooks};

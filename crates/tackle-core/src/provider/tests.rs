@@ -694,7 +694,7 @@ fn restore_absent_fields_drops_nulls_of_optional_non_nullable_fields() {
         "previous": [{"street": "Old", "zip": null}],
         "limit": null
     });
-    restore_absent_fields(&definition.input_schema(), &mut arguments);
+    restore_absent_fields(definition.input_schema(), &mut arguments);
     // `limit` is `#[serde(default)] u32`: its null means absent. The `Option`s accept null.
     assert!(arguments.get("limit").is_none(), "{arguments}");
     assert_eq!(arguments["age"], Value::Null);
@@ -703,14 +703,14 @@ fn restore_absent_fields_drops_nulls_of_optional_non_nullable_fields() {
 
     // A null in a required field stays for the codec to report.
     let mut required = json!({"name": null});
-    restore_absent_fields(&definition.input_schema(), &mut required);
+    restore_absent_fields(definition.input_schema(), &mut required);
     assert_eq!(required, json!({"name": null}));
 
     // Recursive schemas are followed only as deep as the arguments go.
     let tree = tree();
     let mut nested = json!({"name": "a", "children": [{"name": "b", "children": []}]});
     let before = nested.clone();
-    restore_absent_fields(&tree.input_schema(), &mut nested);
+    restore_absent_fields(tree.input_schema(), &mut nested);
     assert_eq!(nested, before);
 }
 
@@ -721,7 +721,7 @@ fn openai_round_trip_decodes_with_the_original_codec() {
         "name": "ada", "age": null, "mode": "careful", "fallback": null, "level": "loud",
         "home": {"street": "Main", "zip": null}, "other": null, "previous": [], "limit": null
     });
-    restore_absent_fields(&profile().input_schema(), &mut arguments);
+    restore_absent_fields(profile().input_schema(), &mut arguments);
     let profile: Profile = serde_json::from_value(arguments).unwrap();
     assert_eq!(profile.limit, 0);
 }

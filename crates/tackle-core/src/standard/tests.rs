@@ -69,7 +69,7 @@ fn formats(schema: &Value, out: &mut Vec<String>) {
 #[test]
 fn integer_formats_become_a_minimum_and_optional_fields_are_plainly_optional() {
     let info = schema_info::<Arguments>();
-    let schema = &*info.schema();
+    let schema = info.schema();
     let mut found = Vec::new();
     formats(schema, &mut found);
     assert!(found.is_empty(), "formats left: {found:?}");
