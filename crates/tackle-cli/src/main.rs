@@ -203,16 +203,18 @@ enum ConfigAction {
 
 fn main() -> ExitCode {
     let mut cli = Cli::try_parse().unwrap_or_else(|error| error.exit());
+    // Resolved once; every command below reads it from here.
+    cli.global.data_dir = cli
+        .global
+        .data_dir
+        .take()
+        .or_else(tackle_host::default_data_dir);
     // A one-shot call: its output check finds the meta-schema compiled meanwhile, and the host
     // finds its journal open.
     let journal = match &cli.command {
         Command::Call { .. } => {
             tackle_core::prepare_output_checks();
-            cli.global
-                .data_dir
-                .clone()
-                .or_else(tackle_host::default_data_dir)
-                .map(|dir| JournalOpening::start(&dir))
+            cli.global.data_dir.as_deref().map(JournalOpening::start)
         }
         _ => None,
     };
@@ -237,20 +239,13 @@ fn main() -> ExitCode {
     }
     if let Command::Config { action } = &cli.command {
         let done = match action {
-            ConfigAction::Check { json } => {
-                let data_dir = cli
-                    .global
-                    .data_dir
-                    .clone()
-                    .or_else(tackle_host::default_data_dir);
-                config_check(
-                    &root,
-                    cli.global.config.as_deref(),
-                    data_dir.as_deref(),
-                    &trust,
-                    *json,
-                )
-            }
+            ConfigAction::Check { json } => config_check(
+                &root,
+                cli.global.config.as_deref(),
+                cli.global.data_dir.as_deref(),
+                &trust,
+                *json,
+            ),
             ConfigAction::Schema => serde_json::to_string_pretty(&config::schema())
                 .map_err(Into::into)
                 .and_then(|text| print_stdout(&text))
@@ -429,12 +424,9 @@ async fn run(
         Some(model) => Some(model),
         None => model_from_env()?,
     };
-    let data_dir = match data_dir {
-        Some(dir) => dir,
-        None => tackle_host::default_data_dir().ok_or_else(|| {
-            anyhow::anyhow!("no data directory is known; pass --data-dir or set TACKLE_DATA_DIR")
-        })?,
-    };
+    let data_dir = data_dir.ok_or_else(|| {
+        anyhow::anyhow!("no data directory is known; pass --data-dir or set TACKLE_DATA_DIR")
+    })?;
     let spec = |dialect| {
         TurnSpec::agent(agent.clone())
             .with_model(model.clone())

@@ -171,7 +171,17 @@ impl fmt::Debug for SchemaInfo {
 /// the tool (the meta-schema its validator is checked against). For a process that settles one
 /// call and exits; a long-lived one needs no such thing.
 pub fn prepare_output_checks() {
-    draft::prepare();
+    ahead("tackle-meta-schema", draft::compile_meta_schema);
+}
+
+/// Runs `work` on a thread named `name`, for a call that will need its result soon. Without the
+/// thread, whoever needs the result first does the work, as it would anyway.
+fn ahead(name: &str, work: impl FnOnce() + Send + 'static) {
+    drop(
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(work),
+    );
 }
 
 /// Returns the cached schema information for `T` as a tool's input, generating it on first use.
@@ -341,9 +351,13 @@ impl SchemaInfo {
         })
     }
 
-    /// Generates the schema and compiles its validator now, when not done yet.
-    pub(crate) fn prepare_check(&self) {
-        self.validator();
+    /// Generates the schema and compiles its validator on a thread of its own, when not done
+    /// yet (see [`ahead`]).
+    pub(crate) fn prepare_check_ahead(self: &Arc<Self>) {
+        let info = self.clone();
+        ahead("tackle-output-check", move || {
+            info.validator();
+        });
     }
 
     /// The compiled validator, compiled now if this is its first use.

@@ -101,12 +101,7 @@ impl ToolDefinition {
     /// about to be settled finds them ready. For a process that settles one call; a long-lived
     /// one prepares them at its first call of the tool, as it would anyway.
     pub fn prepare_output_check(&self) {
-        let output = self.output.clone();
-        let spawned = std::thread::Builder::new()
-            .name("tackle-output-check".to_owned())
-            .spawn(move || output.prepare_check());
-        // Without the thread, the check is prepared when it is first needed.
-        drop(spawned);
+        self.output.prepare_check_ahead();
     }
 
     /// True when a turn for `provider` may offer this tool. With no provider chosen, every tool

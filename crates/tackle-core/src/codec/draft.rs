@@ -104,19 +104,13 @@ pub(crate) fn validator_for(derived: &Value) -> jsonschema::Validator {
         .expect("schemars produces valid JSON Schema")
 }
 
-/// Compiles draft 7's meta-schema on a thread of its own, so the first output check of a
-/// process that settles one call finds it ready instead of compiling it on the call's path.
-pub(crate) fn prepare() {
-    let spawned = std::thread::Builder::new()
-        .name("tackle-meta-schema".to_owned())
-        .spawn(|| {
-            // Building any non-empty draft 7 schema compiles the meta-schema it is checked with.
-            let _ = jsonschema::options()
-                .with_draft(jsonschema::Draft::Draft7)
-                .build(&serde_json::json!({"type": "object"}));
-        });
-    // Without the thread, the first check compiles it, as it would anyway.
-    drop(spawned);
+/// Compiles draft 7's meta-schema, which every draft 7 validator is checked against, so the
+/// first output check finds it ready.
+pub(crate) fn compile_meta_schema() {
+    // Building any non-empty draft 7 schema compiles the meta-schema it is checked with.
+    let _ = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft7)
+        .build(&serde_json::json!({"type": "object"}));
 }
 
 /// True when `schema` uses only keywords that draft 7 and 2020-12 read the same way.
