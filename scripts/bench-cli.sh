@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Times a whole `tackle call` process against the same work done by a plain command, in one run.
 #
-# Usage: scripts/bench-cli.sh [RUNS]
-#   RUNS  timed runs of each command (default 200), interleaved: tackle, anchor, tackle, anchor…
+# Usage: [TACKLE_BIN=path] scripts/bench-cli.sh [RUNS]
+#   RUNS        timed runs of each command (default 200), interleaved: tackle, anchor, tackle…
+#   TACKLE_BIN  the binary to time (default: the release build, built first); for the static
+#               build, TACKLE_BIN=$(scripts/build-static.sh)
 #
 # Cases, each in a fresh temp directory with a warm data directory:
 #   read  `tackle call read` of a 2-line file   against `cat` of it         (target: ≤ 3 ms, ≤ 3×)
@@ -16,9 +18,13 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 rg=$(command -v rg || true)
 [[ -n $rg ]] || { echo "error: ripgrep (rg) is not installed; install it with: cargo install ripgrep" >&2; exit 1; }
 
-echo "building tackle (release)..." >&2
-(cd "$repo" && cargo build --release --quiet -p tackle-cli)
-tackle=$repo/target/release/tackle
+if [[ -n ${TACKLE_BIN:-} ]]; then
+    tackle=$TACKLE_BIN
+else
+    echo "building tackle (release)..." >&2
+    (cd "$repo" && cargo build --release --quiet -p tackle-cli)
+    tackle=$repo/target/release/tackle
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -209,13 +209,9 @@ fn main() -> ExitCode {
         .data_dir
         .take()
         .or_else(tackle_host::default_data_dir);
-    // A one-shot call: its output check finds the meta-schema compiled meanwhile, and the host
-    // finds its journal open.
+    // A one-shot call: the host finds its journal open.
     let journal = match &cli.command {
-        Command::Call { .. } => {
-            tackle_core::prepare_output_checks();
-            cli.global.data_dir.as_deref().map(JournalOpening::start)
-        }
+        Command::Call { .. } => cli.global.data_dir.as_deref().map(JournalOpening::start),
         _ => None,
     };
     if let Err(error) = serve::init_logging(cli.global.log_file.as_deref()) {

@@ -167,13 +167,6 @@ impl fmt::Debug for SchemaInfo {
     }
 }
 
-/// Prepares, on a thread of its own, what the first output check of the process needs whatever
-/// the tool (the meta-schema its validator is checked against). For a process that settles one
-/// call and exits; a long-lived one needs no such thing.
-pub fn prepare_output_checks() {
-    ahead("tackle-meta-schema", draft::compile_meta_schema);
-}
-
 /// Runs `work` on a thread named `name`, for a call that will need its result soon. Without the
 /// thread, whoever needs the result first does the work, as it would anyway.
 fn ahead(name: &str, work: impl FnOnce() + Send + 'static) {

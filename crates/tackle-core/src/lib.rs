@@ -45,8 +45,8 @@ pub use bound::{
     Bounded, Direction, LimitsOverride, MEDIA_DATA_OMITTED, Omitted, OutputLimits, Recovery,
     bound_output, bound_text, count_lines, thousands,
 };
+pub use codec::SchemaError;
 pub use codec::{Arguments, FieldError, InvalidInput};
-pub use codec::{SchemaError, prepare_output_checks};
 pub use content::{Content, ToolOutput};
 pub use context::{Context, Progress, SubCallError};
 pub use failure::ToolFailure;

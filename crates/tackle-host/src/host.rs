@@ -50,23 +50,20 @@ pub struct HostBuilder {
     journal_opening: Option<JournalOpening>,
 }
 
-/// The journal of a data directory, opening on a thread of its own: a process that settles one
+/// The journal of a data directory, opening on its writer thread: a process that settles one
 /// call starts it first, so SQLite reads its schema while the process reads its configuration.
 /// Hand it to [`HostBuilder::journal_opening`].
 #[derive(Debug)]
 pub struct JournalOpening {
     path: PathBuf,
-    opening: std::thread::JoinHandle<Result<SqliteJournal, tackle_core::JournalError>>,
+    opening: tackle_store::PendingJournal,
 }
 
 impl JournalOpening {
-    /// Starts opening the journal of `data_dir` (created when missing).
+    /// Starts opening the journal of `data_dir` (created when missing) on its writer thread.
     pub fn start(data_dir: &Path) -> Self {
         let path = journal_path(data_dir);
-        let opening = {
-            let path = path.clone();
-            std::thread::spawn(move || SqliteJournal::open(&path))
-        };
+        let opening = SqliteJournal::start_opening(&path, tackle_store::Durability::default());
         Self { path, opening }
     }
 
@@ -76,11 +73,7 @@ impl JournalOpening {
         path: &Path,
     ) -> Result<SqliteJournal, tackle_core::JournalError> {
         match opening.filter(|opening| opening.path == path) {
-            // A thread that panicked leaves nothing open: open it here, as without a head start.
-            Some(opening) => opening
-                .opening
-                .join()
-                .unwrap_or_else(|_| SqliteJournal::open(path)),
+            Some(opening) => opening.opening.finish(),
             None => SqliteJournal::open(path),
         }
     }
@@ -246,21 +239,7 @@ impl HostBuilder {
 
         let output_dir = data_dir.join("tool-output");
         let store = FsOutputStore::new(&output_dir).map_err(HostError::store("output store"))?;
-        store.spawn_sweep_once(DEFAULT_RETENTION);
         let spool_dir = spool_dir(&data_dir);
-        {
-            let spool_dir = spool_dir.clone();
-            std::thread::spawn(move || bash::sweep_spools(&spool_dir, bash::SPOOL_MAX_AGE));
-        }
-        // One connection for the file: the journal's, shared by the stores beside it. Rows and
-        // session state are committed by its writer thread, off the calls' path; the host
-        // flushes them when it persists or drops.
-        let journal = JournalOpening::open(self.journal_opening, &journal_path(&data_dir))
-            .map_err(HostError::store("journal"))?
-            .acknowledging(Acknowledge::Queued);
-        let approvals = SqliteSavedApprovals::beside(&journal);
-        let session_state = Arc::new(SqliteSessionState::beside(&journal));
-
         // Created here so the preset can allow its canonical path.
         let _ = std::fs::create_dir_all(&spool_dir);
         // Outside the Location, only tackle's own directories need no question: the managed
@@ -274,6 +253,45 @@ impl HostBuilder {
         };
         let agents = Arc::new(Agents::new(config.clone(), preset_context));
         agents.get(&self.default_agent)?;
+
+        let fs = LocationFs::new(&root).map_err(|source| HostError::Root {
+            path: root.clone(),
+            source: std::io::Error::other(source.to_string()),
+        })?;
+        let sandboxes = Arc::new(config.sandboxes(data_dir.join("tmp")));
+        // Outputs, spools and session temp directories nobody ended, past their age.
+        crate::sweeps::Sweeps {
+            data_dir: data_dir.clone(),
+            outputs: store.clone(),
+            spool_dir: spool_dir.clone(),
+            sandboxes: sandboxes.clone(),
+        }
+        .start_when_due(crate::sweeps::SWEEP_INTERVAL);
+        // Formatters, MCP and language servers serve no single call: the default agent's policy.
+        let servers_sandbox = tackle_sandbox::Confine::new(
+            sandboxes.clone(),
+            self.default_agent.clone(),
+            "tackle-servers",
+            root.clone(),
+        );
+        let code = {
+            let feed = feed.clone();
+            crate::code::build(
+                root.clone(),
+                &config,
+                Arc::new(move |m| feed.host(m)),
+                servers_sandbox.clone(),
+            )
+        };
+        // Needed first here, so a journal opened ahead opens while the parts above are built.
+        // One connection for the file: the journal's, shared by the stores beside it. Rows and
+        // session state are committed by its writer thread, off the calls' path; the host
+        // flushes them when it persists or drops.
+        let journal = JournalOpening::open(self.journal_opening, &journal_path(&data_dir))
+            .map_err(HostError::store("journal"))?
+            .acknowledging(Acknowledge::Queued);
+        let approvals = SqliteSavedApprovals::beside(&journal);
+        let session_state = Arc::new(SqliteSessionState::beside(&journal));
 
         let fallback = Arc::new(HostApprover::new(self.approvals));
         let eliciting = self
@@ -296,32 +314,6 @@ impl HostBuilder {
             Gate::new(permissions.clone(), move |agent| {
                 agents.rules(agent.as_str())
             })
-        };
-        let fs = LocationFs::new(&root).map_err(|source| HostError::Root {
-            path: root.clone(),
-            source: std::io::Error::other(source.to_string()),
-        })?;
-        let sandboxes = Arc::new(config.sandboxes(data_dir.join("tmp")));
-        {
-            // Session temp directories nobody ended, as the spools are swept.
-            let sandboxes = sandboxes.clone();
-            std::thread::spawn(move || sandboxes.sweep(tackle_sandbox::TEMP_MAX_AGE));
-        }
-        // Formatters, MCP and language servers serve no single call: the default agent's policy.
-        let servers_sandbox = tackle_sandbox::Confine::new(
-            sandboxes.clone(),
-            self.default_agent.clone(),
-            "tackle-servers",
-            root.clone(),
-        );
-        let code = {
-            let feed = feed.clone();
-            crate::code::build(
-                root.clone(),
-                &config,
-                Arc::new(move |m| feed.host(m)),
-                servers_sandbox.clone(),
-            )
         };
         let jobs = match self.background_jobs {
             false => None,

@@ -42,6 +42,7 @@ mod plugin;
 pub mod policy;
 mod resources;
 pub mod sandbox;
+mod sweeps;
 mod telemetry;
 mod toolsets;
 pub mod trust;

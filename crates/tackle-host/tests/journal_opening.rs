@@ -70,3 +70,24 @@ async fn a_journal_opened_ahead_for_another_directory_is_not_used() {
     assert_eq!(recorded_tools(data.path()), ["read"]);
     assert!(recorded_tools(other.path()).is_empty());
 }
+
+#[test]
+fn a_journal_that_cannot_be_opened_ahead_fails_the_build_naming_its_file() {
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    // A directory where the journal's file should be: SQLite cannot open it.
+    std::fs::create_dir(data.path().join("journal.sqlite3")).unwrap();
+    let error = HostBuilder::new(root.path())
+        .data_dir(data.path())
+        .home(None)
+        .snapshots(false)
+        .background_jobs(false)
+        .search_index(false)
+        .journal_opening(JournalOpening::start(data.path()))
+        .build()
+        .err()
+        .expect("the build must fail");
+    let message = format!("{error:#}");
+    assert!(message.contains("journal.sqlite3"), "{message}");
+    assert!(message.contains("cannot open journal"), "{message}");
+}

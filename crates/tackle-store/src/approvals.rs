@@ -103,7 +103,7 @@ pub enum OpenError {
         /// Why.
         source: rusqlite::Error,
     },
-    /// The writer thread could not be started.
+    /// The writer thread, which opens the file, could not be started or stopped while opening.
     #[error("cannot start the writer of {what} {}: {source}", path.display())]
     Writer {
         /// What was being opened.

@@ -124,72 +124,120 @@ impl PendingState {
     }
 }
 
+/// A database being opened on its writer thread, which then stays to commit its writes.
+///
+/// Opening costs a few hundred microseconds (SQLite reads its log and schema), so a process that
+/// knows early which database it needs starts it here and does other work meanwhile; the one
+/// thread opens the file and then serves as its writer.
+pub(crate) struct Opening {
+    path: PathBuf,
+    what: &'static str,
+    writer: JoinHandle<()>,
+    opened: Receiver<Result<Opened, OpenError>>,
+}
+
+/// What the writer thread hands back once the file is open.
+struct Opened {
+    conn: Arc<Mutex<Connection>>,
+    jobs: Sender<Job>,
+    pending: Arc<PendingState>,
+}
+
+impl Opening {
+    /// The file being opened.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Waits for the file to be open.
+    pub(crate) fn finish(self) -> Result<Arc<Database>, OpenError> {
+        let Self {
+            path,
+            what,
+            writer,
+            opened,
+        } = self;
+        // The thread sends before it serves; a thread that sent nothing has panicked.
+        let received = opened.recv();
+        let Ok(Ok(Opened {
+            conn,
+            jobs,
+            pending,
+        })) = received
+        else {
+            let _ = writer.join();
+            return Err(match received {
+                Ok(Err(error)) => error,
+                _ => OpenError::Writer {
+                    what,
+                    path,
+                    source: std::io::Error::other("the database thread stopped while opening"),
+                },
+            });
+        };
+        Ok(Arc::new(Database {
+            path,
+            conn,
+            jobs: Some(jobs),
+            writer: Some(writer),
+            pending,
+        }))
+    }
+}
+
 impl Database {
     /// Opens the database at `path` (creating missing parent directories and, when
-    /// `user_version` says it is not current, the schema) and starts its writer thread. `what`
-    /// names the store in errors.
+    /// `user_version` says it is not current, the schema) on its writer thread. `what` names the
+    /// store in errors.
     pub(crate) fn open(
         path: &Path,
         what: &'static str,
         durability: Durability,
     ) -> Result<Arc<Self>, OpenError> {
-        let failed = |action: &'static str| {
-            move |source: rusqlite::Error| OpenError::Database {
-                what,
-                action,
-                path: path.to_path_buf(),
-                source,
-            }
-        };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| OpenError::Directory {
-                what,
-                path: path.to_path_buf(),
-                source,
-            })?;
-        }
-        let conn = Connection::open(path).map_err(failed("open"))?;
-        configure(&conn, durability).map_err(failed("initialize"))?;
-        match ensure_schema(&conn).map_err(failed("initialize"))? {
-            SchemaCheck::Current => {}
-            SchemaCheck::Newer(found) => {
-                return Err(OpenError::NewerSchema {
-                    what,
-                    path: path.to_path_buf(),
-                    found,
-                    supported: SCHEMA_VERSION,
-                });
-            }
-            SchemaCheck::NotWal(mode) => {
-                return Err(OpenError::NotWal {
-                    what,
-                    path: path.to_path_buf(),
-                    mode,
-                });
-            }
-        }
-        let conn = Arc::new(Mutex::new(conn));
-        let pending = Arc::new(PendingState::default());
-        let (jobs, queue) = mpsc::channel();
+        Self::start_opening(path, what, durability)?.finish()
+    }
+
+    /// Starts [`Database::open`] on the writer thread; [`Opening::finish`] waits for it.
+    pub(crate) fn start_opening(
+        path: &Path,
+        what: &'static str,
+        durability: Durability,
+    ) -> Result<Opening, OpenError> {
+        let (send, opened) = mpsc::sync_channel(1);
         let writer = {
-            let conn = conn.clone();
-            let pending = pending.clone();
+            let file = path.to_path_buf();
             std::thread::Builder::new()
                 .name("tackle-db-writer".to_owned())
-                .spawn(move || run_writer(&conn, &pending, queue))
+                .spawn(move || match open_connection(&file, what, durability) {
+                    Ok(conn) => {
+                        let conn = Arc::new(Mutex::new(conn));
+                        let pending = Arc::new(PendingState::default());
+                        let (jobs, queue) = mpsc::channel();
+                        let opened = Opened {
+                            conn: conn.clone(),
+                            jobs,
+                            pending: pending.clone(),
+                        };
+                        if send.send(Ok(opened)).is_ok() {
+                            run_writer(&conn, &pending, queue);
+                        }
+                    }
+                    Err(error) => {
+                        let _ = send.send(Err(error));
+                    }
+                })
                 .map_err(|source| OpenError::Writer {
                     what,
                     path: path.to_path_buf(),
                     source,
                 })?
         };
-        Ok(Arc::new(Self {
+        Ok(Opening {
             path: path.to_path_buf(),
-            conn,
-            jobs: Some(jobs),
-            writer: Some(writer),
-            pending,
-        }))
+            what,
+            writer,
+            opened,
+        })
     }
 
     /// Where the database lives.
@@ -245,6 +293,62 @@ impl Drop for Database {
             && writer.join().is_err()
         {
             tracing::error!(path = %self.path.display(), "the database writer panicked");
+        }
+    }
+}
+
+/// Opens the file, configures the connection and checks (or creates) the schema.
+fn open_connection(
+    path: &Path,
+    what: &'static str,
+    durability: Durability,
+) -> Result<Connection, OpenError> {
+    let failed = |action: &'static str| {
+        move |source: rusqlite::Error| OpenError::Database {
+            what,
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| OpenError::Directory {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    let conn = Connection::open(path).map_err(failed("open"))?;
+    match initialize(&conn, durability).map_err(failed("initialize"))? {
+        SchemaCheck::Current => Ok(conn),
+        SchemaCheck::Newer(found) => Err(OpenError::NewerSchema {
+            what,
+            path: path.to_path_buf(),
+            found,
+            supported: SCHEMA_VERSION,
+        }),
+        SchemaCheck::NotWal(mode) => Err(OpenError::NotWal {
+            what,
+            path: path.to_path_buf(),
+            mode,
+        }),
+    }
+}
+
+/// Configures the connection and checks (or creates) the schema. While other processes create
+/// the same file, SQLite can answer busy without waiting (two connections that both hold a read
+/// lock and want the write lock: one is refused at once), so a busy answer is retried, with
+/// pauses, for up to the busy timeout.
+fn initialize(conn: &Connection, durability: Durability) -> rusqlite::Result<SchemaCheck> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_micros(250);
+    loop {
+        match configure(conn, durability).and_then(|()| ensure_schema(conn)) {
+            Err(e) if is_busy(&e) && Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(8));
+            }
+            result => return result,
         }
     }
 }

@@ -1,10 +1,8 @@
 //! The on-disk output store: content-addressed files, atomic writes, and an age-based sweep.
 
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
@@ -17,9 +15,6 @@ pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// Prefix of in-flight temporary files; never a valid hash name. A write that crashed leaves one
 /// behind, which the sweep deletes once it is older than the maximum age.
 const TEMP_PREFIX: &str = ".tackle-tmp-";
-
-/// Directories already swept (or being swept) by this process.
-static SWEPT: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Mutex::default);
 
 /// Keeps complete outputs as files named by the blake3 hash of their bytes.
 ///
@@ -100,41 +95,6 @@ impl FsOutputStore {
             }
         }
         Ok(report)
-    }
-
-    /// Starts [`sweep`](Self::sweep) on a background thread, unless this process has already
-    /// started one for this directory. Never blocks the caller; a failed sweep is logged.
-    ///
-    /// Returns whether a sweep was started.
-    pub fn spawn_sweep_once(&self, max_age: Duration) -> bool {
-        let first = SWEPT
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(self.dir.clone());
-        if !first {
-            return false;
-        }
-        let store = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name("tackle-output-sweep".to_owned())
-            .spawn(move || match store.sweep(max_age) {
-                Ok(report) => tracing::debug!(
-                    dir = %store.dir.display(),
-                    deleted = report.deleted,
-                    kept = report.kept,
-                    abandoned = report.abandoned,
-                    "swept retained tool output"
-                ),
-                Err(e) => tracing::warn!(
-                    dir = %store.dir.display(),
-                    error = %e,
-                    "failed to sweep retained tool output"
-                ),
-            });
-        if let Err(e) = &spawned {
-            tracing::warn!(error = %e, "could not start the tool output sweep");
-        }
-        spawned.is_ok()
     }
 }
 

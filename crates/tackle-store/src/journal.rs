@@ -13,7 +13,8 @@ use tackle_core::{
 };
 use tokio::sync::oneshot;
 
-use crate::database::{Database, Job};
+use crate::OpenError;
+use crate::database::{Database, Job, Opening};
 
 /// Most rows the writer commits in one transaction.
 pub const MAX_BATCH: usize = 4096;
@@ -148,6 +149,35 @@ pub(crate) struct RowValues {
     adjustments: String,
 }
 
+/// A journal being opened on its writer thread ([`SqliteJournal::start_opening`]).
+pub struct PendingJournal(Result<Opening, OpenError>);
+
+impl std::fmt::Debug for PendingJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Ok(opening) => f
+                .debug_struct("PendingJournal")
+                .field("path", &opening.path())
+                .finish(),
+            Err(error) => f.debug_tuple("PendingJournal").field(error).finish(),
+        }
+    }
+}
+
+impl PendingJournal {
+    /// Waits until the journal is open.
+    pub fn finish(self) -> Result<SqliteJournal, JournalError> {
+        let database = self
+            .0
+            .and_then(Opening::finish)
+            .map_err(|e| JournalError(e.to_string()))?;
+        Ok(SqliteJournal {
+            database,
+            acknowledge: Acknowledge::default(),
+        })
+    }
+}
+
 impl SqliteJournal {
     /// Opens (or creates) the journal at `path` with [`Durability::Normal`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self, JournalError> {
@@ -157,12 +187,18 @@ impl SqliteJournal {
     /// Opens (or creates) the journal at `path`, creating missing parent directories, and starts
     /// its writer thread.
     pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, JournalError> {
-        let database = Database::open(path.as_ref(), "journal", durability)
-            .map_err(|e| JournalError(e.to_string()))?;
-        Ok(Self {
-            database,
-            acknowledge: Acknowledge::default(),
-        })
+        Self::start_opening(path, durability).finish()
+    }
+
+    /// Starts opening the journal at `path` on its writer thread and returns at once;
+    /// [`PendingJournal::finish`] waits for it. A process that knows its journal early opens it
+    /// while it does other work, with no thread besides the writer it needs anyway.
+    pub fn start_opening(path: impl AsRef<Path>, durability: Durability) -> PendingJournal {
+        PendingJournal(Database::start_opening(
+            path.as_ref(),
+            "journal",
+            durability,
+        ))
     }
 
     /// The same journal, resolving `record` as `acknowledge` says.

@@ -77,7 +77,7 @@ pub mod snapshot;
 pub use approvals::{OpenError, SqliteSavedApprovals};
 pub use fs_store::{DEFAULT_RETENTION, FsOutputStore, SweepReport};
 pub use job_log::{JobLogRow, SqliteJobLog};
-pub use journal::{Acknowledge, Durability, MAX_BATCH, SqliteJournal};
+pub use journal::{Acknowledge, Durability, MAX_BATCH, PendingJournal, SqliteJournal};
 pub use memory::{MemoryJournal, MemoryOutputStore};
 pub use session::{MemorySessionState, SqliteSessionState};
 pub use snapshot::{Change, ChangeMeta, Delta, RelPath, SnapshotError, Snapshots};

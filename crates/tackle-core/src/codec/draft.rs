@@ -1,10 +1,11 @@
 //! Which JSON Schema draft compiles a derived schema: draft 7 when the schema means the same
-//! under it, because draft 7's meta-schema compiles in a tenth of the time 2020-12's takes.
+//! under it, else the draft the schema names (2020-12 for schemars).
 //!
-//! Every validator is checked against its draft's meta-schema when it is built, and the first
-//! check in a process compiles that meta-schema. For 2020-12 (with its vocabularies and dynamic
-//! references) that is about 5 ms of CPU, which was most of a `tackle call`'s wall time: the
-//! call's output check waited for it. Draft 7 takes about 0.3 ms.
+//! Every validator is checked against its draft's meta-schema when it is built. jsonschema's
+//! `macros` feature makes those checks generated code; without it, the first check in a process
+//! compiled the meta-schema at run time, about 5 ms of CPU for 2020-12 (with its vocabularies and
+//! dynamic references) and 0.3 ms for draft 7, on the path of a `tackle call`. Draft 7 was chosen
+//! for that, and is kept: its validators are the ones every test and benchmark has measured.
 //!
 //! The derived schemas of tool types use a small set of keywords, and for those the two drafts
 //! agree: `$ref` resolves a JSON pointer (`#/$defs/Name`) in either, and formats are
@@ -102,15 +103,6 @@ pub(crate) fn validator_for(derived: &Value) -> jsonschema::Validator {
     options
         .build(derived)
         .expect("schemars produces valid JSON Schema")
-}
-
-/// Compiles draft 7's meta-schema, which every draft 7 validator is checked against, so the
-/// first output check finds it ready.
-pub(crate) fn compile_meta_schema() {
-    // Building any non-empty draft 7 schema compiles the meta-schema it is checked with.
-    let _ = jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft7)
-        .build(&serde_json::json!({"type": "object"}));
 }
 
 /// True when `schema` uses only keywords that draft 7 and 2020-12 read the same way.

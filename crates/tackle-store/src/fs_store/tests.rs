@@ -289,37 +289,6 @@ async fn retaining_an_old_output_again_saves_it_from_the_sweep() {
     assert_eq!(std::fs::read(&second.path).unwrap(), b"reused");
 }
 
-#[tokio::test]
-async fn spawn_sweep_once_sweeps_a_directory_once_per_process() {
-    let (_temp, store) = store();
-    let old = store.retain(Bytes::from_static(b"old")).await.unwrap();
-    set_age(&old.path, 2 * HOUR);
-
-    assert!(store.spawn_sweep_once(HOUR));
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while old.path.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the background sweep never ran"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-
-    // A second request for the same directory, even through another handle, does nothing.
-    let again = store
-        .retain(Bytes::from_static(b"old again"))
-        .await
-        .unwrap();
-    set_age(&again.path, 2 * HOUR);
-    assert!(
-        !FsOutputStore::new(store.directory().unwrap())
-            .unwrap()
-            .spawn_sweep_once(HOUR)
-    );
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(again.path.exists());
-}
-
 #[test]
 fn hash_names_are_exactly_64_lowercase_hex_digits() {
     assert!(is_hash_name(&"0123456789abcdef".repeat(4)));
