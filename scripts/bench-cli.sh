@@ -19,7 +19,8 @@ rg=$(command -v rg || true)
 [[ -n $rg ]] || { echo "error: ripgrep (rg) is not installed; install it with: cargo install ripgrep" >&2; exit 1; }
 
 if [[ -n ${TACKLE_BIN:-} ]]; then
-    tackle=$TACKLE_BIN
+    # Absolute: the commands run in the case's own directory.
+    tackle=$(readlink -f "$TACKLE_BIN")
 else
     echo "building tackle (release)..." >&2
     (cd "$repo" && cargo build --release --quiet -p tackle-cli)
