@@ -10,8 +10,7 @@ use tackle_host::config::{self, Config};
 use tackle_host::{ProjectTrust, TrustStore};
 
 /// The trust record of the data directory the command uses (`--data-dir`, else the default,
-/// as `main` resolved it);
-/// one that trusts nothing when no data directory is known.
+/// as `main` resolved it); one that trusts nothing when no data directory is known.
 pub(crate) fn store(data_dir: Option<&Path>) -> TrustStore {
     match data_dir {
         Some(dir) => TrustStore::in_data_dir(dir),

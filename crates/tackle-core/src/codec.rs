@@ -167,16 +167,6 @@ impl fmt::Debug for SchemaInfo {
     }
 }
 
-/// Runs `work` on a thread named `name`, for a call that will need its result soon. Without the
-/// thread, whoever needs the result first does the work, as it would anyway.
-fn ahead(name: &str, work: impl FnOnce() + Send + 'static) {
-    drop(
-        std::thread::Builder::new()
-            .name(name.to_owned())
-            .spawn(work),
-    );
-}
-
 /// Returns the cached schema information for `T` as a tool's input, generating it on first use.
 pub(crate) fn schema_info<T: JsonSchema + 'static>() -> Arc<SchemaInfo> {
     cached::<T>(Role::Input)
@@ -345,12 +335,17 @@ impl SchemaInfo {
     }
 
     /// Generates the schema and compiles its validator on a thread of its own, when not done
-    /// yet (see [`ahead`]).
+    /// yet. Without the thread (one that could not start), the first check does the work, as it
+    /// would anyway.
     pub(crate) fn prepare_check_ahead(self: &Arc<Self>) {
         let info = self.clone();
-        ahead("tackle-output-check", move || {
-            info.validator();
-        });
+        drop(
+            std::thread::Builder::new()
+                .name("tackle-output-check".to_owned())
+                .spawn(move || {
+                    info.validator();
+                }),
+        );
     }
 
     /// The compiled validator, compiled now if this is its first use.

@@ -158,30 +158,29 @@ impl Opening {
             opened,
         } = self;
         // The thread sends before it serves; a thread that sent nothing has panicked.
-        let received = opened.recv();
-        let Ok(Ok(Opened {
-            conn,
-            jobs,
-            pending,
-        })) = received
-        else {
-            let _ = writer.join();
-            return Err(match received {
-                Ok(Err(error)) => error,
-                _ => OpenError::Writer {
-                    what,
+        let failure = match opened.recv() {
+            Ok(Ok(Opened {
+                conn,
+                jobs,
+                pending,
+            })) => {
+                return Ok(Arc::new(Database {
                     path,
-                    source: std::io::Error::other("the database thread stopped while opening"),
-                },
-            });
+                    conn,
+                    jobs: Some(jobs),
+                    writer: Some(writer),
+                    pending,
+                }));
+            }
+            Ok(Err(error)) => error,
+            Err(_) => OpenError::Writer {
+                what,
+                path,
+                source: std::io::Error::other("the database thread stopped while opening"),
+            },
         };
-        Ok(Arc::new(Database {
-            path,
-            conn,
-            jobs: Some(jobs),
-            writer: Some(writer),
-            pending,
-        }))
+        let _ = writer.join();
+        Err(failure)
     }
 }
 
@@ -340,17 +339,7 @@ fn open_connection(
 /// lock and want the write lock: one is refused at once), so a busy answer is retried, with
 /// pauses, for up to the busy timeout.
 fn initialize(conn: &Connection, durability: Durability) -> rusqlite::Result<SchemaCheck> {
-    let deadline = Instant::now() + BUSY_TIMEOUT;
-    let mut pause = Duration::from_micros(250);
-    loop {
-        match configure(conn, durability).and_then(|()| ensure_schema(conn)) {
-            Err(e) if is_busy(&e) && Instant::now() < deadline => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(8));
-            }
-            result => return result,
-        }
-    }
+    retry_while_busy(|| configure(conn, durability).and_then(|()| ensure_schema(conn)))
 }
 
 /// The connection's settings; none of them touches the file.
@@ -459,24 +448,28 @@ fn commit(conn: &Mutex<Connection>, batch: &[Job]) -> Result<(), String> {
     if batch.iter().all(|job| matches!(job, Job::Flush(_))) {
         return Ok(());
     }
+    let lock = || conn.lock().unwrap_or_else(PoisonError::into_inner);
+    // The guard is a temporary of each try, so the connection is free during the pauses.
+    retry_while_busy(|| write(&lock(), batch)).map_err(|e| {
+        format!(
+            "cannot write to the database {}: {e}",
+            lock().path().unwrap_or("?")
+        )
+    })
+}
+
+/// Runs `attempt` until it ends otherwise than busy or the busy timeout has passed, pausing
+/// between tries (250 µs, doubling up to 8 ms).
+fn retry_while_busy<T>(mut attempt: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
     let deadline = Instant::now() + BUSY_TIMEOUT;
     let mut pause = Duration::from_micros(250);
     loop {
-        let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-        match write(&conn, batch) {
+        match attempt() {
             Err(e) if is_busy(&e) && Instant::now() < deadline => {
-                drop(conn);
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(8));
             }
-            result => {
-                return result.map_err(|e| {
-                    format!(
-                        "cannot write to the database {}: {e}",
-                        conn.path().unwrap_or("?")
-                    )
-                });
-            }
+            result => return result,
         }
     }
 }

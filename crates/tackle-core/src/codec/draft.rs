@@ -3,9 +3,10 @@
 //!
 //! Every validator is checked against its draft's meta-schema when it is built. jsonschema's
 //! `macros` feature makes those checks generated code; without it, the first check in a process
-//! compiled the meta-schema at run time, about 5 ms of CPU for 2020-12 (with its vocabularies and
-//! dynamic references) and 0.3 ms for draft 7, on the path of a `tackle call`. Draft 7 was chosen
-//! for that, and is kept: its validators are the ones every test and benchmark has measured.
+//! compiled the meta-schema at run time, about 5 ms of CPU for 2020-12 (with its vocabularies
+//! and dynamic references) and about 1 ms for draft 7, on the path of a `tackle call`. Draft 7
+//! was chosen for that, and is kept: its validators are the ones every test and benchmark has
+//! measured.
 //!
 //! The derived schemas of tool types use a small set of keywords, and for those the two drafts
 //! agree: `$ref` resolves a JSON pointer (`#/$defs/Name`) in either, and formats are
