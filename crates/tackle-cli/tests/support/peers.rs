@@ -147,6 +147,8 @@ fn count(line: &str) {
         .append(true)
         .open(log)
     {
-        let _ = writeln!(file, "{line}");
+        // One write per line: test processes append at the same time, and `writeln!` may write
+        // the line and its end separately, letting another process's line in between.
+        let _ = file.write_all(format!("{line}\n").as_bytes());
     }
 }
