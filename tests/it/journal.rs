@@ -7,8 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tackle::{Harness, tagged};
 use tackle_core::{
-    CallIdentity, CancellationToken, Context, JournalError, LimitsOverride, OutcomeKind,
-    SettlementRecord, Tool, ToolFailure,
+    CallIdentity, CancellationToken, Content, Context, JournalError, LimitsOverride, ModelResult,
+    OutcomeKind, SettlementRecord, Tool, ToolFailure,
 };
 use tackle_registry::{
     AllTools, Defect, Location, Outcome, Settlement, SettlementConfig, ToolCall, ToolRegistry,
@@ -58,9 +58,16 @@ fn identities() -> Vec<CallIdentity> {
 }
 
 /// The model-visible result JSON the journal should hold for a settlement.
-fn expected_model_result(s: &Settlement) -> Option<String> {
+fn expected_model_result(s: &Settlement) -> Option<ModelResult> {
     s.model_result()
-        .map(|result| serde_json::to_string(&result).unwrap())
+}
+
+/// The model result's JSON, as the journal stores it.
+fn stored_json(record: &SettlementRecord) -> Option<String> {
+    record
+        .model_result
+        .as_ref()
+        .map(|result| serde_json::to_string(result).unwrap())
 }
 
 // spec: LAW-DURABLE-IDENTITY
@@ -183,17 +190,17 @@ async fn journal_survives_reopen_with_exact_ids() {
         "a stale call names the advertised registration"
     );
     assert_eq!(
-        records[0].model_result.as_deref(),
+        stored_json(&records[0]).as_deref(),
         Some(r#"{"is_error":false,"content":[],"structured":{"tag":"a","text":"héllo 🌍"}}"#)
     );
     assert_eq!(
-        records[1].model_result.as_deref(),
+        stored_json(&records[1]).as_deref(),
         Some(
             r#"{"is_error":true,"content":[{"type":"text","text":"Unknown tool `nöpe`. Available tools: echo, fail, gone, lines."}]}"#
         )
     );
     assert_eq!(
-        records[3].model_result.as_deref(),
+        stored_json(&records[3]).as_deref(),
         Some(
             r#"{"is_error":true,"content":[{"type":"text","text":"nope: ✗\nHint: try «again»"}]}"#
         )
@@ -312,7 +319,11 @@ fn journal_record_round_trips_through_serde() {
         tool: "echo".to_owned(),
         registration: Some(7),
         outcome: OutcomeKind::Stale,
-        model_result: Some("{}".to_owned()),
+        model_result: Some(ModelResult {
+            is_error: false,
+            content: vec![Content::text("ok")],
+            structured: Some(serde_json::json!({})),
+        }),
         managed: Vec::new(),
         started_at_ms: 1,
         timings: Default::default(),

@@ -56,7 +56,11 @@ async fn success_returns_structured_output_and_records_it() {
     assert_eq!(records[0].tool, "echo");
     assert_eq!(records[0].registration, s.registration.map(|r| r.get()));
     assert_eq!(
-        records[0].model_result.as_deref(),
+        records[0]
+            .model_result
+            .as_ref()
+            .map(|result| serde_json::to_string(result).unwrap())
+            .as_deref(),
         Some(r#"{"is_error":false,"content":[],"structured":{"tag":"a","text":"hi"}}"#)
     );
 }

@@ -493,8 +493,16 @@ impl LocationFs {
         .await
     }
 
-    /// The first `n` bytes of the regular file (fewer when it is shorter).
-    pub async fn read_head(&self, target: &Resolved, n: u64) -> Result<Vec<u8>, FsError> {
+    /// The size of the regular file and its bytes: all of them when it holds at most `limit`
+    /// bytes, else its first `head` bytes. One open serves both, so they describe the same file;
+    /// refuses special files. A file that grows past `limit` while it is read is
+    /// [`FsError::TooLarge`].
+    pub async fn read_sized(
+        &self,
+        target: &Resolved,
+        limit: u64,
+        head: u64,
+    ) -> Result<(u64, Vec<u8>), FsError> {
         let path = target.path.clone();
         let name = target.display_name();
         blocking(move || {
@@ -503,27 +511,19 @@ impl LocationFs {
                 .open_regular(&file_name)
                 .map_err(|e| handle_error(e, &name, "read"))?
                 .ok_or_else(|| FsError::NotFound { path: name.clone() })?;
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::Read::take(file, n), &mut bytes)
-                .map_err(|source| io_error("read", &name, source))?;
-            Ok(bytes)
-        })
-        .await
-    }
-
-    /// The size of the regular file, from its open descriptor; refuses special files.
-    pub async fn regular_size(&self, target: &Resolved) -> Result<u64, FsError> {
-        let path = target.path.clone();
-        let name = target.display_name();
-        blocking(move || {
-            let (dir, file_name) = open_parent(&path, &name)?;
-            let file = dir
-                .open_regular(&file_name)
-                .map_err(|e| handle_error(e, &name, "read"))?
-                .ok_or_else(|| FsError::NotFound { path: name.clone() })?;
-            file.metadata()
+            let size = file
+                .metadata()
                 .map(|meta| meta.len())
-                .map_err(|source| io_error("read", &name, source))
+                .map_err(|source| io_error("read", &name, source))?;
+            let bytes = if size > limit {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::Read::take(file, head), &mut bytes)
+                    .map_err(|source| io_error("read", &name, source))?;
+                bytes
+            } else {
+                handle::read_limited(file, limit).map_err(|e| handle_error(e, &name, "read"))?
+            };
+            Ok((size, bytes))
         })
         .await
     }

@@ -686,7 +686,7 @@ async fn run(
             print_warnings(&host);
             let turn = host.turn(&spec(provider))?;
             if let Some(tool) = turn.get(&name) {
-                tool.definition().prepare_output_check();
+                tool.definition().prepare_for_call();
             }
             // Ctrl-C cancels the call: it settles as interrupted, never as a result.
             let cancel = CancellationToken::new();

@@ -334,16 +334,18 @@ impl SchemaInfo {
         })
     }
 
-    /// Generates the schema and compiles its validator on a thread of its own, when not done
-    /// yet. Without the thread (one that could not start), the first check does the work, as it
-    /// would anyway.
-    pub(crate) fn prepare_check_ahead(self: &Arc<Self>) {
-        let info = self.clone();
+    /// Generates `input`'s schema, then `output`'s schema and validator, on a thread of its own,
+    /// each when not done yet: in the order a call needs them (host policy reads the input
+    /// schema before the call runs; the check follows it). Without the thread (one that could
+    /// not start), the call does the work when it gets there, as it would anyway.
+    pub(crate) fn prepare_ahead(input: &Arc<Self>, output: &Arc<Self>) {
+        let (input, output) = (input.clone(), output.clone());
         drop(
             std::thread::Builder::new()
-                .name("tackle-output-check".to_owned())
+                .name("tackle-schemas".to_owned())
                 .spawn(move || {
-                    info.validator();
+                    input.schema();
+                    output.validator();
                 }),
         );
     }

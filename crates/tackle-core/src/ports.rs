@@ -14,6 +14,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::CallIdentity;
+use crate::settlement::ModelResult;
 
 /// A handle to one retained output in managed storage.
 ///
@@ -174,8 +175,9 @@ pub struct SettlementRecord {
     pub registration: Option<u64>,
     /// How it ended.
     pub outcome: OutcomeKind,
-    /// The model-facing result as JSON, for model-visible outcomes.
-    pub model_result: Option<String>,
+    /// The model-facing result, for model-visible outcomes. Settlement hands it over as a value;
+    /// a durable journal turns it into JSON where it writes, off the caller's path.
+    pub model_result: Option<ModelResult>,
     /// Outputs retained in managed storage.
     pub managed: Vec<ManagedRef>,
     /// Wall-clock start, in milliseconds since the Unix epoch.

@@ -479,7 +479,7 @@ fn finish(
         adjustments: record.adjustments.clone(),
         annotations: Vec::new(),
     };
-    record.model_result = settlement.model_result_json();
+    record.model_result = settlement.model_result();
     record.managed = settlement.managed.clone();
     let committed = config.journal.record(record);
     async move {

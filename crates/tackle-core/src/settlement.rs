@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bound::LimitsOverride;
@@ -178,14 +178,14 @@ impl Outcome {
 ///
 /// Serializes as `{"is_error": …, "content": […], "structured": …}`; the journal stores that
 /// JSON.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelResult {
     /// True for error results.
     pub is_error: bool,
     /// The parts the model reads. Empty for a structured-only success.
     pub content: Vec<Content>,
     /// The structured output of a success, bounded with the text, for providers that accept it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
 }
 
@@ -230,45 +230,20 @@ impl Settlement {
     /// What the provider should receive as this call's result, or `None` when the outcome is for
     /// the host (interruption, defects).
     pub fn model_result(&self) -> Option<ModelResult> {
-        self.view().map(|view| ModelResult {
-            is_error: view.is_error,
-            content: view.content.to_vec(),
-            structured: view.structured.cloned(),
-        })
-    }
-
-    /// The model result borrowed from the outcome; the journal serializes it without a clone.
-    fn view(&self) -> Option<ModelResultView<'_>> {
         match &self.outcome {
-            Outcome::Success(output) => Some(ModelResultView {
+            Outcome::Success(output) => Some(ModelResult {
                 is_error: false,
-                content: &output.content,
-                structured: (!output.structured.is_null()).then_some(&output.structured),
+                content: output.content.clone(),
+                structured: (!output.structured.is_null()).then(|| output.structured.clone()),
             }),
-            Outcome::Error(error) => Some(ModelResultView {
+            Outcome::Error(error) => Some(ModelResult {
                 is_error: true,
-                content: &error.content,
+                content: error.content.clone(),
                 structured: None,
             }),
             Outcome::Interrupted(_) | Outcome::Defect(_) => None,
         }
     }
-
-    /// The model result as the journal stores it.
-    pub(crate) fn model_result_json(&self) -> Option<String> {
-        // Content and JSON values always serialize.
-        self.view()
-            .and_then(|view| serde_json::to_string(&view).ok())
-    }
-}
-
-/// A borrowed [`ModelResult`]; it serializes to the same JSON.
-#[derive(Serialize)]
-struct ModelResultView<'a> {
-    is_error: bool,
-    content: &'a [Content],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    structured: Option<&'a Value>,
 }
 
 impl fmt::Display for Settlement {

@@ -97,11 +97,11 @@ impl ToolDefinition {
         self.input.summary()
     }
 
-    /// Generates the output schema and compiles its check on a thread of its own, so a call
-    /// about to be settled finds them ready. For a process that settles one call; a long-lived
-    /// one prepares them at its first call of the tool, as it would anyway.
-    pub fn prepare_output_check(&self) {
-        self.output.prepare_check_ahead();
+    /// Generates the input schema, then the output schema and its check, on a thread of its
+    /// own, so a call about to be settled finds them ready. For a process that settles one call;
+    /// a long-lived one makes them at its first call of the tool, as it would anyway.
+    pub fn prepare_for_call(&self) {
+        SchemaInfo::prepare_ahead(&self.input, &self.output);
     }
 
     /// True when a turn for `provider` may offer this tool. With no provider chosen, every tool

@@ -15,8 +15,8 @@ use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group,
 use peak_alloc::PeakAlloc;
 use serde_json::Value;
 use tackle_core::{
-    CallIdentity, Content, Journal, OutcomeKind, OutputLimits, OutputStore, PhaseTimings, Recovery,
-    SettlementRecord, ToolOutput, bound_output, bound_text,
+    CallIdentity, Content, Journal, ModelResult, OutcomeKind, OutputLimits, OutputStore,
+    PhaseTimings, Recovery, SettlementRecord, ToolOutput, bound_output, bound_text,
 };
 use tackle_store::{Durability, FsOutputStore, SqliteJournal};
 
@@ -190,9 +190,11 @@ fn settlement(task: u64, i: u64) -> SettlementRecord {
         tool: "bash".to_owned(),
         registration: Some(7),
         outcome: OutcomeKind::Success,
-        model_result: Some(format!(
-            "{{\"content\":[{{\"type\":\"text\",\"text\":\"exit 0 after {i} ms\"}}]}}"
-        )),
+        model_result: Some(ModelResult {
+            is_error: false,
+            content: vec![Content::text(format!("exit 0 after {i} ms"))],
+            structured: None,
+        }),
         managed: Vec::new(),
         started_at_ms: 1_750_000_000_000 + i,
         timings: PhaseTimings {

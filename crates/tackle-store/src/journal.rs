@@ -8,8 +8,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use rusqlite::{Row, Transaction, params};
 use tackle_core::{
-    CallIdentity, Journal, JournalError, ManagedRef, OutcomeKind, PhaseTimings, SessionId,
-    SettlementRecord,
+    CallIdentity, Journal, JournalError, ManagedRef, ModelResult, OutcomeKind, PhaseTimings,
+    SessionId, SettlementRecord,
 };
 use tokio::sync::oneshot;
 
@@ -132,21 +132,19 @@ pub struct SqliteJournal {
     acknowledge: Acknowledge,
 }
 
-/// A record converted to column values, checked before it is queued.
+/// A record checked before it is queued: numbers SQLite cannot hold exactly are refused on the
+/// caller's path. Its JSON columns are written on the writer thread, so a large result costs
+/// the caller a move, not its serialization.
 pub(crate) struct RowValues {
-    session: String,
-    agent: String,
-    assistant_message: String,
-    call: String,
-    call_index: Option<i64>,
+    identity: CallIdentity,
     tool: String,
     registration: Option<i64>,
     outcome: &'static str,
-    model_result: Option<String>,
-    managed: String,
+    model_result: Option<ModelResult>,
+    managed: Vec<ManagedRef>,
     started_at_ms: i64,
     timings_us: [i64; 6],
-    adjustments: String,
+    adjustments: Vec<String>,
 }
 
 /// A journal being opened on its writer thread ([`SqliteJournal::start_opening`]).
@@ -278,7 +276,7 @@ impl Journal for SqliteJournal {
     fn record(&self, record: SettlementRecord) -> BoxFuture<'static, Result<(), JournalError>> {
         // Queue now rather than on first poll: a settlement is journaled even if the caller
         // drops the future.
-        let row = match RowValues::new(&record) {
+        let row = match RowValues::new(record) {
             Ok(row) => row,
             Err(error) => return Box::pin(std::future::ready(Err(error))),
         };
@@ -319,20 +317,22 @@ fn writer_stopped() -> JournalError {
     JournalError("the journal writer has stopped".to_owned())
 }
 
-/// Inserts one row in the writer's transaction.
+/// Inserts one row in the writer's transaction, serializing its JSON columns.
 pub(crate) fn insert(tx: &Transaction<'_>, row: &RowValues) -> rusqlite::Result<()> {
     let [resolve, decode, execute, encode, project, bound] = row.timings_us;
+    let identity = &row.identity;
+    let model_result = row.model_result.as_ref().map(to_json).transpose()?;
     tx.prepare_cached(INSERT)?.execute(params![
-        row.session,
-        row.agent,
-        row.assistant_message,
-        row.call,
-        row.call_index,
+        identity.session.as_str(),
+        identity.agent.as_str(),
+        identity.assistant_message.as_str(),
+        identity.call.as_str(),
+        identity.sub_call.map(i64::from),
         row.tool,
         row.registration,
         row.outcome,
-        row.model_result,
-        row.managed,
+        model_result,
+        to_json(&row.managed)?,
         row.started_at_ms,
         resolve,
         decode,
@@ -340,14 +340,20 @@ pub(crate) fn insert(tx: &Transaction<'_>, row: &RowValues) -> rusqlite::Result<
         encode,
         project,
         bound,
-        row.adjustments,
+        to_json(&row.adjustments)?,
     ])?;
     Ok(())
 }
 
+/// A column's JSON. Results, references and strings always serialize; the error is kept for
+/// the row to fail rather than the writer to panic.
+fn to_json(value: &impl serde::Serialize) -> rusqlite::Result<String> {
+    serde_json::to_string(value).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
 impl RowValues {
-    /// Converts a record to column values, rejecting values SQLite cannot hold exactly.
-    fn new(record: &SettlementRecord) -> Result<Self, JournalError> {
+    /// Checks a record and takes its values, refusing numbers SQLite cannot hold exactly.
+    fn new(record: SettlementRecord) -> Result<Self, JournalError> {
         let out_of_range = |field: &str, value: u64| {
             JournalError(format!("{field} {value} is too large for the journal"))
         };
@@ -357,25 +363,17 @@ impl RowValues {
             .transpose()?;
         let started_at_ms = i64::try_from(record.started_at_ms)
             .map_err(|_| out_of_range("started_at_ms", record.started_at_ms))?;
-        let managed = serde_json::to_string(&record.managed)
-            .map_err(|e| JournalError(format!("managed references did not serialize: {e}")))?;
         let t = &record.timings;
-        let identity = &record.identity;
         Ok(Self {
-            session: identity.session.as_str().to_owned(),
-            agent: identity.agent.as_str().to_owned(),
-            assistant_message: identity.assistant_message.as_str().to_owned(),
-            call: identity.call.as_str().to_owned(),
-            call_index: identity.sub_call.map(i64::from),
-            tool: record.tool.clone(),
+            identity: record.identity,
+            tool: record.tool,
             registration,
             outcome: record.outcome.as_str(),
-            model_result: record.model_result.clone(),
-            managed,
+            model_result: record.model_result,
+            managed: record.managed,
             started_at_ms,
             timings_us: [t.resolve, t.decode, t.execute, t.encode, t.project, t.bound].map(micros),
-            adjustments: serde_json::to_string(&record.adjustments)
-                .map_err(|e| JournalError(format!("adjustments did not serialize: {e}")))?,
+            adjustments: record.adjustments,
         })
     }
 }
@@ -425,7 +423,11 @@ fn read_row(row: &Row<'_>) -> Result<SettlementRecord, BoxError> {
         tool: row.get("tool")?,
         registration,
         outcome,
-        model_result: row.get("model_result")?,
+        model_result: row
+            .get::<_, Option<String>>("model_result")?
+            .map(|json| serde_json::from_str(&json))
+            .transpose()
+            .map_err(|e| in_row(format!("model_result: {e}").into()))?,
         managed,
         started_at_ms: unsigned("started_at_ms").map_err(in_row)?,
         timings: PhaseTimings {

@@ -771,3 +771,73 @@ proptest::proptest! {
         }
     }
 }
+
+// ---- read_sized: one open for the size and the bytes ----
+
+#[tokio::test]
+async fn read_sized_returns_a_small_file_whole_with_its_size() {
+    let s = setup();
+    s.put("a.txt", "one\ntwo\n");
+    let target = s.fs.resolve("a.txt").await.unwrap();
+    let (size, bytes) = s.fs.read_sized(&target, 100, 4).await.unwrap();
+    assert_eq!(size, 8);
+    assert_eq!(bytes, b"one\ntwo\n");
+}
+
+#[tokio::test]
+async fn read_sized_returns_only_the_head_of_a_file_over_the_limit() {
+    let s = setup();
+    s.put("big.txt", &"x".repeat(1_000));
+    let target = s.fs.resolve("big.txt").await.unwrap();
+    let (size, bytes) = s.fs.read_sized(&target, 999, 16).await.unwrap();
+    assert_eq!(size, 1_000);
+    assert_eq!(bytes, "x".repeat(16).as_bytes());
+    // At the limit exactly, the file is whole.
+    let (size, bytes) = s.fs.read_sized(&target, 1_000, 16).await.unwrap();
+    assert_eq!((size, bytes.len()), (1_000, 1_000));
+}
+
+#[tokio::test]
+async fn read_sized_refuses_a_fifo_without_blocking_and_a_missing_file() {
+    let s = setup();
+    let fifo = s.root().join("pipe");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let target = s.fs.resolve("pipe").await.unwrap();
+    let refused = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        s.fs.read_sized(&target, 100, 4),
+    )
+    .await
+    .expect("a FIFO with no writer is refused at once, not waited on");
+    assert!(
+        matches!(refused, Err(FsError::NotRegular { .. })),
+        "{refused:?}"
+    );
+
+    let target = s.fs.resolve("gone.txt").await.unwrap();
+    let missing = s.fs.read_sized(&target, 100, 4).await;
+    assert!(
+        matches!(missing, Err(FsError::NotFound { .. })),
+        "{missing:?}"
+    );
+}
+
+#[tokio::test]
+async fn read_sized_stops_at_the_limit_when_the_size_said_less() {
+    // Files in /proc report a size of 0 and hold more: as a file that grew after its size was
+    // read.
+    let s = setup();
+    let target = s.fs.resolve("/proc/self/status").await.unwrap();
+    let (size, _) = s.fs.read_sized(&target, 1 << 20, 4).await.unwrap();
+    assert_eq!(size, 0);
+    let over = s.fs.read_sized(&target, 10, 4).await;
+    assert!(
+        matches!(over, Err(FsError::TooLarge { limit: 10, .. })),
+        "{over:?}"
+    );
+}

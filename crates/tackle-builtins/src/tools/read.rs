@@ -157,20 +157,14 @@ async fn read(
     if target.path.is_dir() {
         return list_directory(&target, &name, &input).await;
     }
-    // The size comes from the opened descriptor, which also refuses FIFOs, sockets and devices.
-    let size = env.fs.regular_size(&target).await.map_err(failure)?;
-    let bytes = if size > MAX_TEXT_FILE_BYTES {
-        env.fs
-            .read_head(&target, SNIFF_BYTES as u64)
-            .await
-            .map_err(failure)?
-    } else {
-        // Bounded whatever the size said: a file that grew since stops at the limit.
-        env.fs
-            .read_limited(&target, MAX_TEXT_FILE_BYTES)
-            .await
-            .map_err(failure)?
-    };
+    // One open gives the size and the bytes, and refuses FIFOs, sockets and devices. Over the
+    // limit, only the head is read, to say what the file is; the read stops at the limit
+    // whatever the size said.
+    let (size, bytes) = env
+        .fs
+        .read_sized(&target, MAX_TEXT_FILE_BYTES, SNIFF_BYTES as u64)
+        .await
+        .map_err(failure)?;
     let sample = &bytes[..bytes.len().min(SNIFF_BYTES)];
 
     let media = text::sniff_media(sample);

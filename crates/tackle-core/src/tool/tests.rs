@@ -212,3 +212,70 @@ fn a_built_tool_generates_its_input_schema_on_first_read_and_once() {
     assert_eq!(again.definition().input_schema()["type"], "object");
     assert_eq!(COUNTED_SCHEMAS.load(Ordering::SeqCst), 1);
 }
+
+/// Generations of [`AheadInput`]'s and [`AheadOutput`]'s schemas.
+static AHEAD_INPUT_SCHEMAS: AtomicUsize = AtomicUsize::new(0);
+static AHEAD_OUTPUT_SCHEMAS: AtomicUsize = AtomicUsize::new(0);
+
+#[derive(serde::Deserialize)]
+struct AheadInput {
+    #[allow(dead_code)]
+    name: String,
+}
+
+impl schemars::JsonSchema for AheadInput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AheadInput".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        AHEAD_INPUT_SCHEMAS.fetch_add(1, Ordering::SeqCst);
+        schemars::json_schema!({"type": "object", "properties": {"name": {"type": "string"}}})
+    }
+}
+
+#[derive(serde::Serialize)]
+struct AheadOutput {
+    done: bool,
+}
+
+impl schemars::JsonSchema for AheadOutput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AheadOutput".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        AHEAD_OUTPUT_SCHEMAS.fetch_add(1, Ordering::SeqCst);
+        schemars::json_schema!({"type": "object", "properties": {"done": {"type": "boolean"}}})
+    }
+}
+
+#[test]
+fn prepare_for_call_generates_both_schemas_on_another_thread_once() {
+    let tool = Tool::new("Ahead.", |_input: AheadInput, _cx| async {
+        Ok(AheadOutput { done: true })
+    });
+    let definition = tool.definition().clone();
+    definition.prepare_for_call();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while AHEAD_INPUT_SCHEMAS.load(Ordering::SeqCst) == 0
+        || AHEAD_OUTPUT_SCHEMAS.load(Ordering::SeqCst) == 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the schemas were not generated ahead"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // Read afterwards, they are the ones made ahead.
+    assert_eq!(
+        definition.input_schema()["properties"]["name"]["type"],
+        "string"
+    );
+    assert_eq!(
+        definition.output_schema()["properties"]["done"]["type"],
+        "boolean"
+    );
+    assert_eq!(AHEAD_INPUT_SCHEMAS.load(Ordering::SeqCst), 1);
+    assert_eq!(AHEAD_OUTPUT_SCHEMAS.load(Ordering::SeqCst), 1);
+}

@@ -17,7 +17,11 @@ fn record(call: &str) -> tackle_core::SettlementRecord {
         tool: "read".to_owned(),
         registration: Some(1),
         outcome: OutcomeKind::Success,
-        model_result: Some("{\"content\":[]}".to_owned()),
+        model_result: Some(tackle_core::ModelResult {
+            is_error: false,
+            content: Vec::new(),
+            structured: None,
+        }),
         managed: Vec::new(),
         started_at_ms: 1,
         timings: PhaseTimings::default(),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 
 use super::*;
+use tackle_core::Content;
 
 fn record(session: &str, call: &str) -> SettlementRecord {
     SettlementRecord {
@@ -15,7 +16,11 @@ fn record(session: &str, call: &str) -> SettlementRecord {
         tool: "read".to_owned(),
         registration: Some(1),
         outcome: OutcomeKind::Success,
-        model_result: Some("{\"ok\":true}".to_owned()),
+        model_result: Some(ModelResult {
+            is_error: false,
+            content: vec![Content::text("ok")],
+            structured: None,
+        }),
         managed: Vec::new(),
         started_at_ms: 1_700_000_000_000,
         timings: PhaseTimings::default(),
@@ -35,7 +40,23 @@ fn rich_record() -> SettlementRecord {
         tool: "grep_ß".to_owned(),
         registration: Some(i64::MAX as u64),
         outcome: OutcomeKind::RetentionFailed,
-        model_result: Some("{\"content\":[{\"type\":\"text\",\"text\":\"é\"}]}".to_owned()),
+        model_result: Some(ModelResult {
+            is_error: true,
+            content: vec![
+                Content::text("é\n\u{0}\u{202e} \"quoted\" 🦀"),
+                Content::Media {
+                    mime_type: "image/png".to_owned(),
+                    data_base64: "iVBORw0KGgo=".to_owned(),
+                    name: Some("shot ü.png".to_owned()),
+                },
+            ],
+            structured: Some(serde_json::json!({
+                "float": 0.1,
+                "big": u64::MAX,
+                "negative": i64::MIN,
+                "nested": [null, true, {"": "empty key"}],
+            })),
+        }),
         managed: vec![
             ManagedRef {
                 id: "ab".repeat(32),
@@ -169,6 +190,37 @@ async fn outcomes_are_stored_as_their_stable_names() {
         .query_row("SELECT outcome FROM settlements", [], |row| row.get(0))
         .unwrap();
     assert_eq!(stored, "invalid_output");
+}
+
+#[tokio::test]
+async fn the_model_result_is_stored_as_the_json_the_provider_was_sent() {
+    let (temp, journal) = journal();
+    let r = record("s", "c");
+    let sent = serde_json::to_string(r.model_result.as_ref().unwrap()).unwrap();
+    journal.record(r).await.unwrap();
+
+    let conn = Connection::open(temp.path().join("journal.sqlite3")).unwrap();
+    let stored: String = conn
+        .query_row("SELECT model_result FROM settlements", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(stored, sent);
+    assert_eq!(
+        stored,
+        r#"{"is_error":false,"content":[{"type":"text","text":"ok"}]}"#
+    );
+}
+
+#[tokio::test]
+async fn a_stored_model_result_that_is_not_one_is_a_corrupt_row_naming_it() {
+    let (temp, journal) = journal();
+    journal.record(record("s", "c")).await.unwrap();
+    let conn = Connection::open(temp.path().join("journal.sqlite3")).unwrap();
+    conn.execute("UPDATE settlements SET model_result = '{\"ok\":true}'", [])
+        .unwrap();
+
+    let error = journal.records().unwrap_err();
+
+    assert!(error.0.contains("row 1: model_result: "), "{}", error.0);
 }
 
 #[tokio::test]
