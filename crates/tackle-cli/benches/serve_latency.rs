@@ -21,6 +21,9 @@
 //! once (like `--yes`). It registers only the file tools; the lookup cost does not depend on it.
 //! Everything in this process runs on one current-thread runtime, as `tackle serve` does.
 //!
+//! Row (c) runs this build's `tackle`, or the binary at `$TACKLE_BIN`: set it to compare two
+//! builds in one session, as `TACKLE_BIN=<other> cargo bench … -- --bench`.
+//!
 //! Quick mode (a few calls each): `TACKLE_BENCH_QUICK=1`, `--test`, or no `--bench` argument
 //! (so `cargo test --benches` stays fast).
 
@@ -209,9 +212,14 @@ fn data_dir() -> TempDir {
     dir
 }
 
-/// Spawns `tackle serve --root <root> --data-dir <data> --yes` and initializes a client.
+/// Spawns `tackle serve --root <root> --data-dir <data> --yes` and initializes a client. The
+/// binary is this build's, or `$TACKLE_BIN` (to time another build in row (c)).
 async fn spawn_serve(root: &Path, data: &Path) -> RunningService<RoleClient, ()> {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tackle"));
+    let binary = std::env::var_os("TACKLE_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_tackle")),
+        PathBuf::from,
+    );
+    let mut command = tokio::process::Command::new(binary);
     command
         .arg("serve")
         .arg("--root")
