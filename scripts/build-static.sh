@@ -129,6 +129,10 @@ else
     fi
     pgo=$repo/target/pgo
     profiles=$pgo/profiles
+    # Two PGO builds at once would train into the same counts and delete each other's profile.
+    mkdir -p "$pgo"
+    exec 9>"$pgo/lock"
+    flock -n 9 || { echo "error: another PGO build is running in $pgo" >&2; exit 1; }
     rm -rf "$profiles"
     mkdir -p "$profiles"
 
