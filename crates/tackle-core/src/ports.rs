@@ -206,6 +206,9 @@ pub struct JournalError(pub String);
 ///   `Acknowledge::Queued`, which `tackle serve` uses; only a killed process loses it). An
 ///   in-memory journal resolves once the record is visible to readers. A record is written whole
 ///   or not at all.
+/// - doing work in `record` itself. It runs on the call's path, before the host gets its result:
+///   check there what could refuse the record, and serialize where the record is written (the
+///   SQLite journal turns the model result into JSON on its writer thread).
 pub trait Journal: Send + Sync + 'static {
     /// Records one settlement. The record is taken at once, even if the future is never polled.
     fn record(&self, record: SettlementRecord) -> BoxFuture<'static, Result<(), JournalError>>;
