@@ -132,19 +132,20 @@ pub struct SqliteJournal {
     acknowledge: Acknowledge,
 }
 
-/// A record checked before it is queued: numbers SQLite cannot hold exactly are refused on the
-/// caller's path. Its JSON columns are written on the writer thread, so a large result costs
-/// the caller a move, not its serialization.
+/// A record checked before it is queued: what SQLite cannot hold (a number out of its range, a
+/// managed path that is not UTF-8) refuses this record alone, on the caller's path. The model
+/// result, which always serializes, is turned into JSON on the writer thread, so a large result
+/// costs the caller a move, not its serialization.
 pub(crate) struct RowValues {
     identity: CallIdentity,
     tool: String,
     registration: Option<i64>,
     outcome: &'static str,
     model_result: Option<ModelResult>,
-    managed: Vec<ManagedRef>,
+    managed: String,
     started_at_ms: i64,
     timings_us: [i64; 6],
-    adjustments: Vec<String>,
+    adjustments: String,
 }
 
 /// A journal being opened on its writer thread ([`SqliteJournal::start_opening`]).
@@ -317,11 +318,18 @@ fn writer_stopped() -> JournalError {
     JournalError("the journal writer has stopped".to_owned())
 }
 
-/// Inserts one row in the writer's transaction, serializing its JSON columns.
+/// Inserts one row in the writer's transaction, serializing its model result.
 pub(crate) fn insert(tx: &Transaction<'_>, row: &RowValues) -> rusqlite::Result<()> {
     let [resolve, decode, execute, encode, project, bound] = row.timings_us;
     let identity = &row.identity;
-    let model_result = row.model_result.as_ref().map(to_json).transpose()?;
+    let model_result = row
+        .model_result
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        // Content and JSON values always serialize; were one not to, the batch fails, the
+        // writer does not panic.
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     tx.prepare_cached(INSERT)?.execute(params![
         identity.session.as_str(),
         identity.agent.as_str(),
@@ -332,7 +340,7 @@ pub(crate) fn insert(tx: &Transaction<'_>, row: &RowValues) -> rusqlite::Result<
         row.registration,
         row.outcome,
         model_result,
-        to_json(&row.managed)?,
+        row.managed,
         row.started_at_ms,
         resolve,
         decode,
@@ -340,19 +348,13 @@ pub(crate) fn insert(tx: &Transaction<'_>, row: &RowValues) -> rusqlite::Result<
         encode,
         project,
         bound,
-        to_json(&row.adjustments)?,
+        row.adjustments,
     ])?;
     Ok(())
 }
 
-/// A column's JSON. Results, references and strings always serialize; the error is kept for
-/// the row to fail rather than the writer to panic.
-fn to_json(value: &impl serde::Serialize) -> rusqlite::Result<String> {
-    serde_json::to_string(value).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
-}
-
 impl RowValues {
-    /// Checks a record and takes its values, refusing numbers SQLite cannot hold exactly.
+    /// Checks a record and takes its values, refusing what SQLite cannot hold exactly.
     fn new(record: SettlementRecord) -> Result<Self, JournalError> {
         let out_of_range = |field: &str, value: u64| {
             JournalError(format!("{field} {value} is too large for the journal"))
@@ -363,6 +365,11 @@ impl RowValues {
             .transpose()?;
         let started_at_ms = i64::try_from(record.started_at_ms)
             .map_err(|_| out_of_range("started_at_ms", record.started_at_ms))?;
+        // A managed path that is not UTF-8 has no JSON form.
+        let managed = serde_json::to_string(&record.managed)
+            .map_err(|e| JournalError(format!("managed references did not serialize: {e}")))?;
+        let adjustments = serde_json::to_string(&record.adjustments)
+            .map_err(|e| JournalError(format!("adjustments did not serialize: {e}")))?;
         let t = &record.timings;
         Ok(Self {
             identity: record.identity,
@@ -370,10 +377,10 @@ impl RowValues {
             registration,
             outcome: record.outcome.as_str(),
             model_result: record.model_result,
-            managed: record.managed,
+            managed,
             started_at_ms,
             timings_us: [t.resolve, t.decode, t.execute, t.encode, t.project, t.bound].map(micros),
-            adjustments: record.adjustments,
+            adjustments,
         })
     }
 }

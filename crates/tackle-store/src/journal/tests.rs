@@ -211,6 +211,37 @@ async fn the_model_result_is_stored_as_the_json_the_provider_was_sent() {
 }
 
 #[tokio::test]
+async fn a_record_that_cannot_be_stored_is_refused_alone_and_its_batch_is_kept() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let (_temp, journal) = journal();
+    let mut unstorable = record("s", "non-utf8");
+    // A data directory whose name is not UTF-8 puts such a path in a managed reference.
+    unstorable.managed = vec![ManagedRef {
+        id: "ab".repeat(32),
+        path: PathBuf::from(std::ffi::OsStr::from_bytes(b"/data/\xff/out")),
+        bytes: 1,
+    }];
+
+    // Queued together, so the writer would commit them in one transaction.
+    let before = journal.record(record("s", "before"));
+    let refused = journal.record(unstorable);
+    let after = journal.record(record("s", "after"));
+    let (before, refused, after) = futures_util::join!(before, refused, after);
+
+    let error = refused.unwrap_err();
+    assert!(error.0.contains("managed references"), "{}", error.0);
+    before.unwrap();
+    after.unwrap();
+    let calls: Vec<String> = journal
+        .records()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.identity.call.as_str().to_owned())
+        .collect();
+    assert_eq!(calls, ["before", "after"]);
+}
+
+#[tokio::test]
 async fn a_stored_model_result_that_is_not_one_is_a_corrupt_row_naming_it() {
     let (temp, journal) = journal();
     journal.record(record("s", "c")).await.unwrap();
